@@ -1,0 +1,59 @@
+"""Every bad value fails before any work, with one line naming the key and what is allowed."""
+import copy
+
+import pytest
+import yaml
+
+from osfl.config import PROFILES, scaled_epochs, validate_main
+from osfl.errors import ConfigError
+
+with open("params.yaml") as f:
+    BASE = yaml.safe_load(f)
+
+
+def with_(**changes):
+    p = copy.deepcopy(BASE)
+    for k, v in changes.items():
+        node = p
+        parts = k.split("__")
+        for part in parts[:-1]:
+            node = node[part]
+        node[parts[-1]] = v
+    return p
+
+
+def test_default_params_are_valid():
+    cfg = validate_main(BASE)
+    assert cfg["dataset"].name == "digits" and cfg["profile"].name == "quick" and cfg["model"] == "cnn2"
+
+
+@pytest.mark.parametrize("changes,pattern", [
+    ({"dataset": "imagenet"}, r"^dataset: unknown dataset 'imagenet'; allowed: .*digits.*fmnist"),
+    ({"methods": ["fedavg", "magic"]}, r"^methods: unknown method 'magic'; allowed: .*ensemble.*fedavg"),
+    ({"methods": []}, r"^methods: must be a non-empty list"),
+    ({"partition": "zipf"}, r"^partition: .*'zipf'.*allowed: .*dirichlet.*iid"),
+    ({"alpha": 0}, r"^alpha: "),
+    ({"alpha": -0.5}, r"^alpha: "),
+    ({"clients": 0}, r"^clients: "),
+    ({"clients": 100000}, r"^clients: "),
+    ({"profile": "huge"}, r"^profile: unknown profile 'huge'; allowed: paper, quick, smoke"),
+    ({"local__epochs": -1}, r"^local.epochs: must be >= 0, got -1"),
+    ({"local__lr": 0}, r"^local.lr: must be > 0"),
+    ({"local__batch_size": 0}, r"^local.batch_size: must be >= 1"),
+    ({"local__augment": "mixup"}, r"^local.augment: unknown value 'mixup'; allowed: auto, none, crop_flip, flip"),
+    ({"model": "cnn3"}, r"^model: 'cnn3' takes inputs"),
+    ({"seed": "x"}, r"^seed: must be an integer"),
+])
+def test_bad_values_fail_with_one_line(changes, pattern):
+    with pytest.raises(ConfigError, match=pattern) as e:
+        validate_main(with_(**changes))
+    assert "\n" not in str(e.value)
+
+
+def test_profiles_scale_epochs_but_keep_paper_values():
+    assert BASE["local"]["epochs"] == 200  # FedHydra's E, written down unchanged
+    assert scaled_epochs(200, PROFILES["paper"]) == 200
+    assert scaled_epochs(200, PROFILES["quick"]) == 20
+    assert scaled_epochs(200, PROFILES["smoke"]) == 2
+    assert scaled_epochs(30, PROFILES["smoke"]) == 1
+    assert scaled_epochs(0, PROFILES["smoke"]) == 0
