@@ -1,0 +1,77 @@
+"""Local training of classifier clients, straight from in-memory uint8 tensors.
+
+Each client's data sits on the device as a uint8 tensor; batches are gathered by index, converted to [0,1]
+floats and augmented on the device (:mod:`osfl.clients.augment`). Every client has its own seeded generator
+for data order and augmentation, and its model is initialised from a seeded draw, so a run is reproducible
+and clients can be trained in any order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+
+from ..evaluation import to_float
+from .augment import augment_batch
+
+
+@dataclass
+class TrainResult:
+    epochs: int
+    steps: int
+    samples_seen: int
+    final_loss: float
+    curve: list[dict] = field(default_factory=list)  # [{"epoch": e, "test_acc": a}] when evaluated
+
+
+def train_classifier(
+    model: torch.nn.Module,
+    x_u8: torch.Tensor,
+    y: torch.Tensor,
+    *,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    momentum: float,
+    weight_decay: float,
+    augment: str,
+    gen: torch.Generator,
+    eval_fn: Callable[[torch.nn.Module], float] | None = None,
+    eval_every: int = 0,
+    on_epoch: Callable[[int, float], None] | None = None,
+) -> TrainResult:
+    """SGD + cross-entropy for ``epochs`` passes over (x_u8, y); all tensors on the model's device.
+
+    The order of samples is a fresh permutation per epoch from ``gen`` (a CPU generator); the last batch may be
+    smaller (no drop_last, as in DENSE's DataLoader). ``eval_fn(model)`` is called every ``eval_every`` epochs
+    and after the last epoch when ``eval_every > 0``.
+    """
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    n = len(y)
+    steps, seen, loss_val = 0, 0, float("nan")
+    curve: list[dict] = []
+    model.train()
+    for epoch in range(1, epochs + 1):
+        perm = torch.randperm(n, generator=gen).to(x_u8.device)
+        total, count = torch.zeros((), device=x_u8.device), 0
+        for i in range(0, n, batch_size):
+            idx = perm[i : i + batch_size]
+            xb = augment_batch(to_float(x_u8[idx]), augment, gen)
+            loss = F.cross_entropy(model(xb), y[idx])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.detach() * len(idx)
+            count += len(idx)
+            steps += 1
+        seen += count
+        loss_val = (total / max(1, count)).item()
+        if eval_fn is not None and eval_every > 0 and (epoch % eval_every == 0 or epoch == epochs):
+            curve.append({"epoch": epoch, "test_acc": eval_fn(model), "train_loss": loss_val})
+            model.train()
+        if on_epoch is not None:
+            on_epoch(epoch, loss_val)
+    model.eval()
+    return TrainResult(epochs, steps, seen, loss_val, curve)

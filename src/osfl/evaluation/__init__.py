@@ -1,0 +1,45 @@
+"""Evaluation: top-1 accuracy of a model, or of an ensemble of models, on an in-memory test set."""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import torch
+
+Predictor = Callable[[torch.Tensor], torch.Tensor]  # float batch in [0,1] -> logits
+
+
+def to_float(x_u8: torch.Tensor) -> torch.Tensor:
+    """uint8 images -> float32 in [0, 1] (ToTensor without normalisation, as in DENSE; SPEC §1.9)."""
+    return x_u8.float().div_(255.0)
+
+
+@torch.no_grad()
+def accuracy(predict: Predictor | torch.nn.Module, x_u8: torch.Tensor, y: torch.Tensor, batch_size: int = 1024) -> float:
+    """Top-1 accuracy in percent. ``predict`` gets float batches on the device of ``x_u8``."""
+    was_training = isinstance(predict, torch.nn.Module) and predict.training
+    if isinstance(predict, torch.nn.Module):
+        predict.eval()
+    correct = 0
+    for i in range(0, len(y), batch_size):
+        logits = predict(to_float(x_u8[i : i + batch_size]))
+        correct += (logits.argmax(1) == y[i : i + batch_size]).sum().item()
+    if was_training:
+        predict.train()
+    return 100.0 * correct / max(1, len(y))
+
+
+def ensemble_predictor(models: Sequence[torch.nn.Module], weights: Sequence[float] | None = None) -> Predictor:
+    """Σ_k w_k·logits_k / Σ_k w_k: DENSE's averaging ensemble (uniform w) or a weighted one."""
+    w = torch.tensor([1.0] * len(models) if weights is None else list(weights), dtype=torch.float32)
+    w = w / w.sum()
+    for m in models:
+        m.eval()
+
+    def predict(x: torch.Tensor) -> torch.Tensor:
+        out = None
+        for wk, m in zip(w.tolist(), models):
+            z = m(x) * wk
+            out = z if out is None else out + z
+        return out
+
+    return predict

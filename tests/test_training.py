@@ -1,0 +1,128 @@
+"""Local training, augmentation, uploads, FedAvg and the ensemble on tiny generated data."""
+import numpy as np
+import pytest
+import torch
+
+from osfl.clients.augment import augment_batch
+from osfl.clients.training import train_classifier
+from osfl.clients.upload import read_uploads, write_upload
+from osfl.config import get_profile
+from osfl.errors import ConfigError
+from osfl.evaluation import accuracy, ensemble_predictor
+from osfl.methods import METHODS, ServerContext
+from osfl.methods.fedavg import average_state_dicts
+from osfl.models import build_model
+
+
+def toy_data(n=256, seed=0):
+    """Two classes separable by mean brightness of the left half."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, 2, (n,), generator=g)
+    x = torch.randint(0, 100, (n, 1, 28, 28), generator=g, dtype=torch.uint8)
+    x[y == 1, :, :, :14] += 150
+    return x, y
+
+
+def train(seed=0, epochs=3):
+    x, y = toy_data()
+    torch.manual_seed(seed)
+    m = build_model("cnn2", (1, 28, 28), 2)
+    res = train_classifier(m, x, y, epochs=epochs, batch_size=32, lr=0.05, momentum=0.9, weight_decay=0.0,
+                           augment="none", gen=torch.Generator().manual_seed(seed),
+                           eval_fn=lambda mm: accuracy(mm, x, y), eval_every=1)
+    return m, res, x, y
+
+
+def test_training_learns_and_records_curve():
+    m, res, x, y = train()
+    assert accuracy(m, x, y) > 90.0
+    assert [c["epoch"] for c in res.curve] == [1, 2, 3]
+    assert res.samples_seen == 3 * 256
+
+
+def test_training_is_seeded():
+    a, _, _, _ = train(seed=1)
+    b, _, _, _ = train(seed=1)
+    c, _, _, _ = train(seed=2)
+    for k in a.state_dict():
+        assert torch.equal(a.state_dict()[k], b.state_dict()[k])
+    assert any(not torch.equal(a.state_dict()[k], c.state_dict()[k]) for k in a.state_dict()
+               if a.state_dict()[k].is_floating_point())
+
+
+def test_crop_flip_keeps_shape_and_content_range():
+    x = torch.rand(16, 3, 32, 32)
+    out = augment_batch(x, "crop_flip", torch.Generator().manual_seed(0))
+    assert out.shape == x.shape
+    assert not torch.equal(out, x)
+    # a crop of a zero-padded image: every pixel is either 0 (padding) or a value from the input
+    assert set(out.unique().tolist()) <= set(x.unique().tolist()) | {0.0}
+    flipped = augment_batch(x, "flip", torch.Generator().manual_seed(0))
+    for i in range(16):
+        assert torch.equal(flipped[i], x[i]) or torch.equal(flipped[i], x[i].flip(2))
+
+
+def test_fedavg_weighted_mean_of_state_dicts():
+    a = {"w": torch.tensor([0.0, 2.0]), "n": torch.tensor(3)}
+    b = {"w": torch.tensor([4.0, 6.0]), "n": torch.tensor(5)}
+    avg = average_state_dicts([a, b], [1.0, 3.0])
+    assert torch.allclose(avg["w"], torch.tensor([3.0, 5.0]))
+    assert avg["n"].item() == 5
+
+
+def make_uploads(tmp_path, n_clients=3):
+    x, y = toy_data(96)
+    for k in range(n_clients):
+        torch.manual_seed(k)
+        m = build_model("cnn2", (1, 28, 28), 2)
+        write_upload(tmp_path, k, "classifier",
+                     {"arch": "cnn2", "input_shape": [1, 28, 28], "num_classes": 2, "n_samples": 10 * (k + 1),
+                      "label_histogram": [5 * (k + 1), 5 * (k + 1)]},
+                     tensors={"state_dict": m.state_dict()})
+    ups = read_uploads(tmp_path)
+    ctx = ServerContext(uploads=ups, model_name="cnn2", input_shape=(1, 28, 28), num_classes=2, x_test=x,
+                        y_test=y, device=torch.device("cpu"), seed=0, profile=get_profile("smoke"), progress=False)
+    return ups, ctx
+
+
+def test_upload_roundtrip_and_other_kinds(tmp_path):
+    ups, _ = make_uploads(tmp_path)
+    assert [u.client_id for u in ups] == [0, 1, 2]
+    assert ups[1].n_samples == 20 and ups[1].label_histogram.tolist() == [10, 10]
+    write_upload(tmp_path / "distilled", 0, "distilled_set", {"n_samples": 4, "label_histogram": [2, 2]},
+                 arrays={"images": np.zeros((4, 1, 28, 28), np.float32), "labels": np.array([0, 0, 1, 1])})
+    d = read_uploads(tmp_path / "distilled")[0]
+    assert d.kind == "distilled_set" and d.array("labels").tolist() == [0, 0, 1, 1]
+    with pytest.raises(ValueError, match="not a classifier"):
+        d.build_model()
+    with pytest.raises(ValueError, match="unknown upload kind"):
+        write_upload(tmp_path, 9, "gradients", {"n_samples": 1, "label_histogram": [1]})
+
+
+def test_fedavg_method_equals_manual_average(tmp_path):
+    ups, ctx = make_uploads(tmp_path)
+    res = METHODS.get("fedavg")().run(ctx)
+    sizes = [10, 20, 30]
+    manual = average_state_dicts([u.state_dict() for u in ups], sizes)
+    for k, v in res.model.state_dict().items():
+        assert torch.allclose(v, manual[k])
+    res_u = METHODS.get("fedavg")(weighting="uniform").run(ctx)
+    assert not torch.allclose(res_u.model.state_dict()["classifier.weight"], res.model.state_dict()["classifier.weight"])
+
+
+def test_ensemble_averages_logits(tmp_path):
+    ups, ctx = make_uploads(tmp_path)
+    res = METHODS.get("ensemble")().run(ctx)
+    models = [u.build_model() for u in ups]
+    predict = ensemble_predictor(models, res.weights)
+    x = ctx.x_test[:8].float() / 255
+    with torch.no_grad():
+        expected = sum(m(x) for m in models) / 3
+        assert torch.allclose(predict(x), expected, atol=1e-5)
+
+
+def test_method_parameters_are_checked():
+    with pytest.raises(ConfigError, match=r"^server.fedavg.weighting: unknown value 'median'"):
+        METHODS.get("fedavg")(weighting="median")
+    with pytest.raises(ConfigError, match=r"^server.ensemble.temperature: unknown parameter"):
+        METHODS.get("ensemble")(temperature=2)
