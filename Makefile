@@ -1,0 +1,32 @@
+# Two commands do everything on a fresh machine:
+#   make repro   install into .venv, then run the main DVC pipeline (digits, quick profile)
+#   make test    install into .venv, then run the test suite (includes the whole pipeline at smoke profile)
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: install repro test bench dag clean-venv
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	touch $@
+
+repro: install
+	dvc repro
+
+test: install
+	$(BIN)/python -m pytest
+
+bench: install
+	$(BIN)/python benchmarks/bench_local_training.py
+
+dag: install
+	dvc dag --md
+
+clean-venv:
+	rm -rf $(VENV)

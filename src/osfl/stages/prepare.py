@@ -1,0 +1,20 @@
+"""Stage `prepare`: download (or read from a mirror) one dataset and store it as uint8 arrays."""
+from __future__ import annotations
+
+from ..data import prepare_dataset
+from .common import load_config, parser, run_stage
+
+
+def main(argv=None) -> None:
+    p = parser(__doc__)
+    run_stage(_run, p, argv)
+
+
+def _run(args) -> None:
+    _, cfg, paths = load_config(args)
+    out = prepare_dataset(cfg["dataset"].name, paths.prepared, mirror=cfg["mirror"])
+    print(f"prepared {cfg['dataset'].name} -> {out}")
+
+
+if __name__ == "__main__":
+    main()

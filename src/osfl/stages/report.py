@@ -1,0 +1,60 @@
+"""Stage `report`: the main experiment's table (LaTeX + Markdown), bar chart and curves under reports/<exp>/."""
+from __future__ import annotations
+
+import csv
+
+import pandas as pd
+
+from ..methods import METHODS
+from ..reporting import bar_chart, curves, write_table
+from ..runtime import read_json, write_json
+from .common import load_config, parser, require_input, run_stage
+
+
+def main(argv=None) -> None:
+    run_stage(_run, parser(__doc__), argv)
+
+
+def read_curve(path) -> tuple[list[float], list[float]]:
+    with open(path) as f:
+        rows = list(csv.DictReader(f))
+    return [float(r["epoch"]) for r in rows], [float(r["test_acc"]) for r in rows]
+
+
+def _run(args) -> None:
+    params, cfg, paths = load_config(args)
+    methods = cfg["methods"]
+    metrics = {m: read_json(require_input(paths.results / "metrics" / f"{m}.json", f"evaluate@{m}")) for m in methods}
+    clients = read_json(require_input(paths.results / "clients.json", "train_clients"))
+    spec, profile = cfg["dataset"], cfg["profile"]
+    setting = (f"{spec.name}, {cfg['partition']}"
+               + (f" (alpha={cfg['alpha']})" if cfg["partition"] in ("dirichlet", "dirichlet_grouped", "size_skew", "inner_dirichlet") else "")
+               + f", {cfg['clients']} clients, model {cfg['model']}, profile {profile.name}, seed {cfg['seed']}")
+    df = pd.DataFrame(
+        {"Final acc. (%)": [metrics[m]["acc_final"] for m in methods],
+         "Best acc. (%)": [metrics[m]["acc_best"] for m in methods],
+         "Server epochs": [str(metrics[m]["epochs"]) if metrics[m]["epochs"] else "—" for m in methods]},
+        index=pd.Index(methods, name="Method"))
+    out = paths.report
+    notes = (f"Mean local (client) test accuracy {clients['local_acc_mean']:.2f}%. "
+             "Best = best over server epochs (test-set selection, as DENSE/Co-Boosting report); Final = last epoch.")
+    written = write_table(df, out / "accuracy", caption=f"Top-1 test accuracy: {setting}.",
+                          label="tab:main-accuracy", notes=notes, highlight_max=True)
+    written += bar_chart({m: metrics[m]["acc_final"] for m in methods}, out / "accuracy_bar",
+                         title=setting)
+    trained = [m for m in methods if METHODS.get(m).trains_global]
+    series = {m: read_curve(paths.results / "curves" / f"{m}.csv") for m in trained}
+    hlines = {m: metrics[m]["acc_final"] for m in methods if m not in trained}
+    written += curves(series, out / "curves", title=setting, hlines=hlines)
+    write_json(out / "metrics.json", {
+        "setting": setting, "methods": {m: {k: metrics[m][k] for k in ("acc_final", "acc_best", "best_epoch", "epochs")}
+                                        for m in methods},
+        "choices": {m: metrics[m]["choices"] for m in methods}, "clients": clients,
+        "params": {k: params[k] for k in ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client",
+                                          "clients", "model", "methods", "local")},
+    })
+    print("report:", ", ".join(str(p) for p in written))
+
+
+if __name__ == "__main__":
+    main()

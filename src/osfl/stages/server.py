@@ -1,0 +1,74 @@
+"""Stage `server@<method>`: run one server method on the client uploads; write the global model."""
+from __future__ import annotations
+
+import shutil
+import time
+
+import numpy as np
+import torch
+
+from ..clients.upload import read_uploads
+from ..data import load_prepared
+from ..errors import ConfigError
+from ..methods import METHODS, ServerContext
+from ..runtime import derive_seed, device_info, get_device, save_state_dict, seed_everything, write_json
+from .common import load_config, parser, require_input, run_stage, test_tensors
+
+
+def main(argv=None) -> None:
+    p = parser(__doc__)
+    p.add_argument("--method", required=True, help="server method (registry name)")
+    run_stage(_run, p, argv)
+
+
+def method_params(params: dict, name: str) -> dict:
+    server = params.get("server") or {}
+    own = server.get(name) or {}
+    if not isinstance(own, dict):
+        raise ConfigError(f"server.{name}", "must be a mapping of hyper-parameters")
+    return own
+
+
+def _run(args) -> None:
+    params, cfg, paths = load_config(args)
+    if args.method not in cfg["methods"]:
+        raise ConfigError("methods", f"{args.method!r} is not in methods={cfg['methods']}")
+    method = METHODS.get(args.method, key="methods")(**method_params(params, args.method))
+    spec, profile, seed = cfg["dataset"], cfg["profile"], cfg["seed"]
+    device = get_device()
+    data = load_prepared(require_input(paths.prepared, "prepare"))
+    uploads = read_uploads(require_input(paths.clients, "train_clients"))
+    x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
+    ctx = ServerContext(uploads=uploads, model_name=cfg["model"], input_shape=spec.shape,
+                        num_classes=spec.num_classes, x_test=x_test, y_test=y_test, device=device,
+                        seed=seed, profile=profile, progress=not args.no_progress)
+    seed_everything(derive_seed(seed, "server", args.method))
+    t0 = time.perf_counter()
+    result = method.run(ctx)
+    seconds = time.perf_counter() - t0
+
+    out = paths.global_model(args.method)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    manifest = {
+        "method": args.method, "kind": result.kind, "arch": cfg["model"], "input_shape": list(spec.shape),
+        "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
+        "choices": {**method.resolved(profile), **result.choices},
+        "curve": result.curve, "members": result.members, "weights": result.weights,
+        "clients_dir": str(paths.clients), "seconds": seconds, "runtime": device_info(device),
+    }
+    if result.kind == "classifier":
+        save_state_dict(result.model.state_dict(), out / "model.pt")
+        manifest["files"] = {"state_dict": "model.pt"}
+    elif result.kind != "ensemble":
+        raise ValueError(f"method {args.method} returned unknown result kind {result.kind!r}")
+    write_json(out / "manifest.json", manifest)
+    if result.curve:
+        accs = np.array([c["test_acc"] for c in result.curve])
+        print(f"{args.method}: final {accs[-1]:.2f}%, best {accs.max():.2f}% over {len(accs)} epochs")
+    print(f"{args.method}: {result.kind} written to {out} in {seconds:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

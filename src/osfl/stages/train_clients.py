@@ -1,0 +1,98 @@
+"""Stage `train_clients`: train every client of one federated setting and write each client's upload."""
+from __future__ import annotations
+
+import shutil
+import time
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..clients.augment import resolve_augment
+from ..clients.training import train_classifier
+from ..clients.upload import write_upload
+from ..config import scaled_epochs
+from ..data import load_prepared
+from ..evaluation import accuracy
+from ..models import build_model
+from ..partition import load_partition
+from ..runtime import derive_seed, device_info, get_device, write_json
+from .common import load_config, parser, require_input, run_stage, test_tensors
+
+
+def main(argv=None) -> None:
+    run_stage(_run, parser(__doc__), argv)
+
+
+def _run(args) -> None:
+    params, cfg, paths = load_config(args)
+    spec, profile, seed, local = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["local"]
+    init = params["local"].get("init", "shared")
+    if init not in ("shared", "independent"):
+        from ..errors import ConfigError
+
+        raise ConfigError("local.init", f"unknown value {init!r}; allowed: shared, independent")
+    data = load_prepared(require_input(paths.prepared, "prepare"))
+    part = load_partition(require_input(paths.partition / "partition.json", "partition"))
+    part.verify(data.y_train)
+    device = get_device()
+    epochs = scaled_epochs(local.epochs, profile)
+    augment = resolve_augment(local.augment, spec.shape)
+    x_all = torch.from_numpy(data.x_train).to(device)
+    y_all = torch.from_numpy(data.y_train).long().to(device)
+    x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
+
+    out = paths.clients
+    if out.exists():
+        shutil.rmtree(out)
+    torch.manual_seed(derive_seed(seed, "init"))
+    shared_init = build_model(cfg["model"], spec.shape, spec.num_classes).state_dict()
+
+    total = epochs * len(part.client_indices)
+    bar = tqdm(total=total, desc="local training", disable=args.no_progress, mininterval=1.0, unit="epoch")
+    summary = []
+    t0 = time.perf_counter()
+    for k, idx in enumerate(part.client_indices):
+        torch.manual_seed(derive_seed(seed, "client-init", k))
+        model = build_model(cfg["model"], spec.shape, spec.num_classes)
+        if init == "shared":
+            model.load_state_dict(shared_init)
+        model.to(device)
+        idx_t = torch.from_numpy(np.asarray(idx)).to(device)
+        gen = torch.Generator().manual_seed(derive_seed(seed, "client-data", k))
+        bar.set_description(f"client {k + 1}/{len(part.client_indices)}")
+        tk = time.perf_counter()
+        res = train_classifier(
+            model, x_all[idx_t], y_all[idx_t], epochs=epochs, batch_size=local.batch_size, lr=local.lr,
+            momentum=local.momentum, weight_decay=local.weight_decay, augment=augment, gen=gen,
+            eval_fn=lambda m: accuracy(m, x_test, y_test), eval_every=local.eval_every,
+            on_epoch=lambda e, loss: (bar.set_postfix(loss=f"{loss:.3f}", refresh=False), bar.update(1)),
+        )
+        acc = accuracy(model, x_test, y_test)
+        manifest = {
+            "arch": cfg["model"], "input_shape": list(spec.shape), "num_classes": spec.num_classes,
+            "dataset": spec.name, "n_samples": int(len(idx)),
+            "label_histogram": part.class_counts[k].tolist(), "local_test_acc": acc,
+            "train": {**local.as_dict(), "epochs_run": epochs, "augment_in_force": augment, "init": init,
+                      "profile": profile.name, "final_loss": res.final_loss, "steps": res.steps},
+            "curve": res.curve,
+        }
+        write_upload(out, k, "classifier", manifest, tensors={"state_dict": model.state_dict()})
+        summary.append({"client": k, "n_samples": int(len(idx)), "local_test_acc": acc,
+                        "seconds": time.perf_counter() - tk, "samples_seen": res.samples_seen})
+    bar.close()
+    seconds = time.perf_counter() - t0
+    seen = sum(s["samples_seen"] for s in summary)
+    write_json(out / "index.json", {"clients": summary, "epochs_run": epochs, "profile": profile.name,
+                                   "runtime": device_info(device)})
+    write_json(paths.results / "clients.json", {
+        "local_acc_mean": float(np.mean([s["local_test_acc"] for s in summary])),
+        "local_acc_min": float(np.min([s["local_test_acc"] for s in summary])),
+        "local_acc_max": float(np.max([s["local_test_acc"] for s in summary])),
+    })
+    print(f"trained {len(summary)} clients x {epochs} epochs on {device} in {seconds:.1f} s "
+          f"({seen / max(seconds, 1e-9):.0f} samples/s)")
+
+
+if __name__ == "__main__":
+    main()

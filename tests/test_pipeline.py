@@ -1,0 +1,135 @@
+"""The whole DVC pipeline at smoke profile, in a temporary copy of the repository.
+
+One session-scoped run feeds several checks: outputs exist, a second `dvc repro` does nothing, experiments with
+`-S` change the metrics, Fashion-MNIST from Debian works offline, and `dvc push` / `dvc pull` into a fresh clone
+restores the trained models.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+BIN = str(Path(sys.executable).parent)
+FMNIST = Path("/usr/share/datasets/fashion-mnist")
+
+
+def sh(*args, cwd, check=True, env_extra=None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), "OSFL_DEVICE": "cpu",
+           "DVC_NO_ANALYTICS": "1", "PYTHONPATH": ""}
+    env.update(env_extra or {})
+    p = subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def smoke_repo(tmp_path_factory, repo_root):
+    """A git+DVC copy of the working tree with profile=smoke, after one full `dvc repro`."""
+    work = tmp_path_factory.mktemp("pipeline") / "repo"
+    files = sh("git", "ls-files", "-co", "--exclude-standard", cwd=repo_root).stdout.split()
+    for rel in files:
+        src = repo_root / rel
+        if src.is_file() and not rel.startswith(("results/", "reports/", "models/", "data/")):
+            (work / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, work / rel)
+    params = yaml.safe_load((work / "params.yaml").read_text())
+    params["profile"] = "smoke"
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    remote = work.parent / "remote"
+    sh("git", "init", "-q", "-b", "main", cwd=work)
+    sh("git", "config", "user.email", "t@example.com", cwd=work)
+    sh("git", "config", "user.name", "test", cwd=work)
+    sh("dvc", "remote", "add", "-f", "-d", "--local", "testremote", str(remote), cwd=work)
+    sh("git", "add", "-A", cwd=work)
+    sh("git", "commit", "-q", "-m", "smoke copy", cwd=work)
+    out = sh("dvc", "repro", cwd=work)
+    sh("git", "add", "-A", cwd=work)
+    sh("git", "commit", "-q", "-m", "repro", cwd=work)
+    return work, remote, out
+
+
+def test_repro_writes_report_metrics_and_models(smoke_repo):
+    work, _, _ = smoke_repo
+    report = work / "reports" / "main"
+    for name in ("accuracy.tex", "accuracy.md", "accuracy_bar.png", "accuracy_bar.pdf", "curves.png",
+                 "curves.pdf", "metrics.json"):
+        assert (report / name).stat().st_size > 0, name
+    metrics = json.loads((report / "metrics.json").read_text())
+    assert set(metrics["methods"]) == {"fedavg", "ensemble"}
+    for m in metrics["methods"].values():
+        assert 0.0 <= m["acc_final"] <= 100.0 and m["acc_best"] >= m["acc_final"]
+    assert len(list((work / "models" / "main" / "clients").glob("client_*/model.pt"))) == 5
+    assert (work / "results" / "main" / "partition" / "bubble.png").stat().st_size > 0
+    assert "fedavg" in (report / "accuracy.md").read_text()
+
+
+def test_second_repro_does_nothing(smoke_repo):
+    work, _, _ = smoke_repo
+    out = sh("dvc", "repro", cwd=work)
+    assert "Running stage" not in out.stdout, out.stdout
+    status = sh("dvc", "status", "--json", cwd=work)
+    assert json.loads(status.stdout or "{}") == {}
+
+
+def exp_metrics(work: Path) -> dict:
+    show = json.loads(sh("dvc", "exp", "show", "--json", cwd=work).stdout)
+    found = {}
+    for entry in show:
+        for exp in (entry.get("experiments") or []):
+            for rev in exp.get("revs", []):
+                data = rev.get("data") or {}
+                name = rev.get("name") or rev.get("rev")
+                ms = data.get("metrics") or {}
+                accs = {Path(f).stem: v["data"]["acc_final"] for f, v in ms.items() if "metrics/" in f}
+                params = (data.get("params") or {}).get("params.yaml", {}).get("data", {})
+                found[name] = (params, accs)
+    return found
+
+
+def test_experiments_change_metrics(smoke_repo):
+    work, _, _ = smoke_repo
+    base = json.loads((work / "reports" / "main" / "metrics.json").read_text())["methods"]
+    sh("dvc", "exp", "run", "--temp", "-S", "alpha=0.01", cwd=work)
+    sh("dvc", "exp", "run", "--temp", "-S", "clients=10", cwd=work)
+    found = exp_metrics(work)
+    by_setting = {}
+    for params, accs in found.values():
+        by_setting[(params.get("alpha"), params.get("clients"))] = accs
+    assert (0.01, 5) in by_setting and (0.5, 10) in by_setting, found
+    base_accs = {m: v["acc_final"] for m, v in base.items()}
+    assert by_setting[(0.01, 5)] != base_accs or by_setting[(0.5, 10)] != base_accs
+    # the workspace is left as it was
+    assert sh("git", "status", "--porcelain", cwd=work).stdout.strip() == ""
+
+
+@pytest.mark.skipif(not FMNIST.exists(), reason="Fashion-MNIST not installed (apt-get install dataset-fashion-mnist)")
+def test_fmnist_from_debian_offline(smoke_repo):
+    work, _, _ = smoke_repo
+    sh("dvc", "exp", "run", "--temp", "-S", "dataset=fmnist", cwd=work)
+    found = exp_metrics(work)
+    assert any(p.get("dataset") == "fmnist" and len(a) == 2 for p, a in found.values()), found
+
+
+def test_push_then_pull_into_fresh_clone(smoke_repo, tmp_path):
+    work, remote, _ = smoke_repo
+    sh("dvc", "push", cwd=work)
+    sh("dvc", "push", "--run-cache", cwd=work)
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", str(work), str(clone), cwd=tmp_path)
+    sh("dvc", "remote", "add", "-f", "-d", "--local", "testremote", str(remote), cwd=clone)
+    sh("dvc", "pull", cwd=clone)
+    for f in sorted((work / "models" / "main").rglob("*.pt")):
+        g = clone / f.relative_to(work)
+        assert g.read_bytes() == f.read_bytes(), g
+    assert (clone / "models" / "main" / "global" / "fedavg" / "model.pt").exists()
+    # with everything pulled, nothing needs to run again
+    assert json.loads(sh("dvc", "status", "--json", cwd=clone).stdout or "{}") == {}
