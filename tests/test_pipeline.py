@@ -72,6 +72,19 @@ def test_repro_writes_report_metrics_and_models(smoke_repo):
     assert "fedavg" in (report / "accuracy.md").read_text()
 
 
+@pytest.mark.skipif(shutil.which("pdflatex") is None,
+                    reason="pdflatex not installed: apt-get install texlive-latex-base texlive-latex-recommended")
+def test_generated_latex_table_compiles(smoke_repo, tmp_path):
+    from osfl.reporting import latex_document
+
+    work, _, _ = smoke_repo
+    (tmp_path / "doc.tex").write_text(latex_document([(work / "reports" / "main" / "accuracy.tex").read_text()]))
+    p = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout[-3000:]
+    assert (tmp_path / "doc.pdf").stat().st_size > 0
+
+
 def test_second_repro_does_nothing(smoke_repo):
     work, _, _ = smoke_repo
     out = sh("dvc", "repro", cwd=work)

@@ -126,3 +126,39 @@ def test_method_parameters_are_checked():
         METHODS.get("fedavg")(weighting="median")
     with pytest.raises(ConfigError, match=r"^server.ensemble.temperature: unknown parameter"):
         METHODS.get("ensemble")(temperature=2)
+
+
+class ToyDistill:
+    """A method that trains a global model for a few epochs (stand-in for DENSE-like methods)."""
+
+    @staticmethod
+    def run(ctx, epochs=3):
+        from osfl.methods.base import track_epochs
+
+        model = ctx.make_global()
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        x = ctx.x_test.float() / 255
+
+        def step(epoch):
+            model.train()
+            loss = torch.nn.functional.cross_entropy(model(x), ctx.y_test)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return model
+
+        return model, track_epochs(ctx, epochs, step, "toy")
+
+
+def test_epoch_curve_best_equals_recorded_best(tmp_path):
+    from osfl.stages.evaluate import summarise
+
+    _, ctx = make_uploads(tmp_path)
+    model, curve = ToyDistill.run(ctx, epochs=4)
+    assert [c["epoch"] for c in curve] == [1, 2, 3, 4]
+    final = ctx.evaluate(model)
+    assert final == pytest.approx(curve[-1]["test_acc"])  # the last curve point is the returned model
+    s = summarise(final, curve)
+    assert s["acc_best"] == max(c["test_acc"] for c in curve)
+    assert s["epochs"] == 4 and curve[s["best_epoch"] - 1]["test_acc"] == s["acc_best"]
+    assert summarise(55.0, []) == {"acc_final": 55.0, "acc_best": 55.0, "best_epoch": 0, "epochs": 0}
