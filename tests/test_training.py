@@ -10,7 +10,7 @@ from osfl.config import get_profile
 from osfl.errors import ConfigError
 from osfl.evaluation import accuracy, ensemble_predictor
 from osfl.methods import METHODS, ServerContext
-from osfl.methods.fedavg import average_state_dicts
+from osfl.methods.base import average_state_dicts
 from osfl.models import build_model
 
 

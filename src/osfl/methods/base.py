@@ -100,3 +100,26 @@ def track_epochs(ctx: ServerContext, epochs: int, step: Callable[[int], torch.nn
         curve.append({"epoch": epoch, "test_acc": acc})
         bar.set_postfix(acc=f"{acc:.2f}", refresh=False)
     return curve
+
+
+# ---------------------------------------------------------------------------------------------------------
+# helpers shared by several methods (a method file imports shared code only from here, so that each
+# server@<method> stage can depend on its own file plus base.py; see tests/test_methods_layout.py)
+
+
+def average_state_dicts(states: list[dict[str, torch.Tensor]], weights: list[float]) -> dict[str, torch.Tensor]:
+    total = float(sum(weights))
+    w = [float(x) / total for x in weights]
+    out = {}
+    for key in states[0]:
+        t0 = states[0][key]
+        if t0.is_floating_point():
+            out[key] = sum(wk * s[key].to(torch.float64) for wk, s in zip(w, states)).to(t0.dtype)
+        else:
+            out[key] = torch.stack([s[key] for s in states]).max(0).values
+    return out
+
+
+def client_weights(ctx: ServerContext, weighting: str) -> list[float]:
+    sizes = ctx.client_sizes()
+    return [float(n) for n in sizes] if weighting == "samples" else [1.0] * len(sizes)

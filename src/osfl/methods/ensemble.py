@@ -6,8 +6,7 @@ papers compare to. ``weighting``: ``uniform`` (DENSE) or ``samples`` (n_k/n).
 from __future__ import annotations
 
 from . import register
-from .base import ServerContext, ServerMethod, ServerResult
-from .fedavg import client_weights
+from .base import ServerContext, ServerMethod, ServerResult, client_weights
 
 
 @register

@@ -7,29 +7,9 @@ curve. Homogeneous architectures only.
 """
 from __future__ import annotations
 
-import torch
-
 from ..errors import ConfigError
 from . import register
-from .base import ServerContext, ServerMethod, ServerResult
-
-
-def average_state_dicts(states: list[dict[str, torch.Tensor]], weights: list[float]) -> dict[str, torch.Tensor]:
-    total = float(sum(weights))
-    w = [float(x) / total for x in weights]
-    out = {}
-    for key in states[0]:
-        t0 = states[0][key]
-        if t0.is_floating_point():
-            out[key] = sum(wk * s[key].to(torch.float64) for wk, s in zip(w, states)).to(t0.dtype)
-        else:
-            out[key] = torch.stack([s[key] for s in states]).max(0).values
-    return out
-
-
-def client_weights(ctx: ServerContext, weighting: str) -> list[float]:
-    sizes = ctx.client_sizes()
-    return [float(n) for n in sizes] if weighting == "samples" else [1.0] * len(sizes)
+from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, client_weights
 
 
 @register

@@ -1,0 +1,40 @@
+"""Each server@<method> stage depends on src/osfl/methods/<method>.py and base.py only (dvc.yaml), so adding or
+editing one method never re-runs another. These checks keep that dependency list true."""
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+import yaml
+
+from osfl.methods import METHODS
+
+METHODS_DIR = Path("src/osfl/methods")
+
+
+@pytest.mark.parametrize("name", METHODS.names())
+def test_method_lives_in_its_own_file(name):
+    assert Path(inspect.getfile(METHODS.get(name))).resolve() == (METHODS_DIR / f"{name}.py").resolve()
+
+
+@pytest.mark.parametrize("path", sorted(METHODS_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_methods_import_no_other_method(path):
+    tree = ast.parse(path.read_text())
+    allowed = {"base", None}  # `from .base import ...` or `from . import register`
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            assert node.module in allowed, f"{path.name} imports .{node.module}: put shared code in base.py"
+
+
+def test_server_stage_deps_are_per_method():
+    stage = yaml.safe_load(Path("dvc.yaml").read_text())["stages"]["server"]
+    deps = stage["deps"]
+    assert "src/osfl/methods/${item.method}.py" in deps and "src/osfl/methods/base.py" in deps
+    assert "src/osfl/methods" not in deps
+
+
+def test_every_method_has_its_params_entry():
+    params = yaml.safe_load(Path("params.yaml").read_text())
+    for name in METHODS.names():
+        assert name in params["server"], f"params.yaml needs server.{name} for `dvc exp run -S methods=[..., {name}]`"
+        METHODS.get(name)(**params["server"][name])  # the entry holds valid hyper-parameters
