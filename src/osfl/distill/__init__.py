@@ -1,0 +1,22 @@
+"""Shared building blocks for data-free knowledge-distillation servers (DENSE, Co-Boosting, FedHydra).
+
+* ``generator``: DENSE's ``Generator`` and ``reset_generator``.
+* ``bn_hooks``: the DeepInversion/DENSE BN-statistics loss (``BNStatHooks``, ``bn_stat_loss``).
+* ``losses``: ``kl_div_t``, ``adversarial_loss``, ``hard_sample_ce``.
+* ``ensemble``: ``BatchedEnsemble`` (vmapped teacher ensemble with per-model BN losses) and FedHydra's
+  ``stratified_aggregate``.
+* ``pool``: ``SyntheticPool`` (uint8 image history, optional labels).
+"""
+from .bn_hooks import BNStatHooks, bn_layers, bn_stat_loss
+from .ensemble import BatchedEnsemble, stratified_aggregate
+from .generator import Generator, reset_generator
+from .losses import adversarial_loss, hard_sample_ce, kl_div_t
+from .pool import SyntheticPool, quantize_u8
+
+__all__ = [
+    "BNStatHooks", "bn_layers", "bn_stat_loss",
+    "BatchedEnsemble", "stratified_aggregate",
+    "Generator", "reset_generator",
+    "adversarial_loss", "hard_sample_ce", "kl_div_t",
+    "SyntheticPool", "quantize_u8",
+]
