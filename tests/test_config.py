@@ -41,6 +41,7 @@ def test_default_params_are_valid():
     ({"local__lr": 0}, r"^local.lr: must be > 0"),
     ({"local__batch_size": 0}, r"^local.batch_size: must be >= 1"),
     ({"local__augment": "mixup"}, r"^local.augment: unknown value 'mixup'; allowed: auto, none, crop_flip, flip"),
+    ({"local__init": "random"}, r"^local.init: unknown value 'random'; allowed: shared, independent"),
     ({"model": "cnn3"}, r"^model: 'cnn3' takes inputs"),
     ({"seed": "x"}, r"^seed: must be an integer"),
 ])

@@ -116,9 +116,11 @@ class LocalTraining:
     momentum: float
     weight_decay: float
     augment: str
+    init: str
     eval_every: int
 
     AUGMENTS = ("auto", "none", "crop_flip", "flip")
+    INITS = ("shared", "independent")  # one common initial model (FedAvg protocol), or one draw per client
 
     @classmethod
     def from_params(cls, local: Mapping[str, Any]) -> "LocalTraining":
@@ -134,6 +136,7 @@ class LocalTraining:
             momentum=check_float("local.momentum", get("momentum"), minimum=0.0),
             weight_decay=check_float("local.weight_decay", get("weight_decay"), minimum=0.0),
             augment=check_choice("local.augment", get("augment"), list(cls.AUGMENTS)),
+            init=check_choice("local.init", get("init"), list(cls.INITS)),
             eval_every=check_int("local.eval_every", get("eval_every"), minimum=0),
         )
 

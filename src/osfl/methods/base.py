@@ -38,9 +38,6 @@ class ServerContext:
     def evaluate(self, predict: Predictor | torch.nn.Module) -> float:
         return accuracy(predict, self.x_test, self.y_test)
 
-    def client_models(self) -> list[torch.nn.Module]:
-        return [u.build_model(self.device) for u in self.uploads if u.kind == "classifier"]
-
     def client_sizes(self) -> list[int]:
         return [u.n_samples for u in self.uploads]
 

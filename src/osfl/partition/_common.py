@@ -94,3 +94,13 @@ def labeldir_split(
         f"could not give every one of {num_clients} clients >= {min_required} samples in {max_tries} Dirichlet draws "
         f"with alpha={alpha:g}; allowed: {hint}",
     )
+
+
+def check_min_size(num_clients: int, n_samples: int, num_classes: int, params: dict) -> None:
+    """Stop before any work when ``num_clients`` clients cannot each get ``min_size`` samples."""
+    if num_clients * params["min_size"] > n_samples:
+        raise ConfigError(
+            "clients",
+            f"{num_clients} clients x min_size {params['min_size']} needs {num_clients * params['min_size']} samples "
+            f"but there are only {n_samples}; allowed: at most {n_samples // max(params['min_size'], 1)} clients",
+        )

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ConfigError
 from . import PARTITIONS, PartitionScheme
-from ._common import MAX_TRIES, finish, infer_num_classes, labeldir_split
+from ._common import MAX_TRIES, check_min_size, finish, infer_num_classes, labeldir_split
 
 
 def dirichlet_partition(
@@ -41,14 +40,6 @@ def dirichlet_partition(
     return finish(parts)
 
 
-def _check(num_clients: int, n_samples: int, num_classes: int, params: dict) -> None:
-    if num_clients * params["min_size"] > n_samples:
-        raise ConfigError(
-            "clients",
-            f"{num_clients} clients x min_size {params['min_size']} needs {num_clients * params['min_size']} samples "
-            f"but there are only {n_samples}; allowed: at most {n_samples // max(params['min_size'], 1)} clients",
-        )
-
 
 PARTITIONS.register(
     "dirichlet",
@@ -57,7 +48,7 @@ PARTITIONS.register(
         fn=dirichlet_partition,
         params=("alpha", "min_size"),
         defaults={"min_size": 10},
-        check=_check,
+        check=check_min_size,
         citation="Li et al., Federated Learning on Non-IID Data Silos: An Experimental Study, ICDE 2022 "
         "(NIID-Bench noniid-labeldir, as used by DENSE, NeurIPS 2022)",
     ),

@@ -12,8 +12,7 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import PARTITIONS, PartitionScheme
-from ._common import MAX_TRIES, finish, split_at_proportions
-from .dirichlet import _check
+from ._common import MAX_TRIES, check_min_size, finish, split_at_proportions
 
 
 def size_skew_partition(
@@ -53,7 +52,7 @@ PARTITIONS.register(
         fn=size_skew_partition,
         params=("alpha", "min_size"),
         defaults={"min_size": 10},
-        check=_check,
+        check=check_min_size,
         citation="Li et al., Federated Learning on Non-IID Data Silos: An Experimental Study, ICDE 2022 "
         "(NIID-Bench iid-diff-quantity)",
     ),

@@ -6,6 +6,7 @@ import csv
 import pandas as pd
 
 from ..methods import METHODS
+from ..partition import PARTITIONS
 from ..reporting import bar_chart, curves, write_table
 from ..runtime import read_json, write_json
 from .common import load_config, parser, require_input, run_stage
@@ -28,7 +29,7 @@ def _run(args) -> None:
     clients = read_json(require_input(paths.results / "clients.json", "train_clients"))
     spec, profile = cfg["dataset"], cfg["profile"]
     setting = (f"{spec.name}, {cfg['partition']}"
-               + (f" (alpha={cfg['alpha']})" if cfg["partition"] in ("dirichlet", "dirichlet_grouped", "size_skew", "inner_dirichlet") else "")
+               + (f" (alpha={cfg['alpha']})" if "alpha" in PARTITIONS.get(cfg["partition"]).params else "")
                + f", {cfg['clients']} clients, model {cfg['model']}, profile {profile.name}, seed {cfg['seed']}")
     df = pd.DataFrame(
         {"Final acc. (%)": [metrics[m]["acc_final"] for m in methods],

@@ -25,13 +25,8 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
+    _, cfg, paths = load_config(args)
     spec, profile, seed, local = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["local"]
-    init = params["local"].get("init", "shared")
-    if init not in ("shared", "independent"):
-        from ..errors import ConfigError
-
-        raise ConfigError("local.init", f"unknown value {init!r}; allowed: shared, independent")
     data = load_prepared(require_input(paths.prepared, "prepare"))
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))
     part.verify(data.y_train)
@@ -55,7 +50,7 @@ def _run(args) -> None:
     for k, idx in enumerate(part.client_indices):
         torch.manual_seed(derive_seed(seed, "client-init", k))
         model = build_model(cfg["model"], spec.shape, spec.num_classes)
-        if init == "shared":
+        if local.init == "shared":
             model.load_state_dict(shared_init)
         model.to(device)
         idx_t = torch.from_numpy(np.asarray(idx)).to(device)
@@ -73,7 +68,7 @@ def _run(args) -> None:
             "arch": cfg["model"], "input_shape": list(spec.shape), "num_classes": spec.num_classes,
             "dataset": spec.name, "n_samples": int(len(idx)),
             "label_histogram": part.class_counts[k].tolist(), "local_test_acc": acc,
-            "train": {**local.as_dict(), "epochs_run": epochs, "augment_in_force": augment, "init": init,
+            "train": {**local.as_dict(), "epochs_run": epochs, "augment_in_force": augment,
                       "profile": profile.name, "final_loss": res.final_loss, "steps": res.steps},
             "curve": res.curve,
         }
