@@ -24,6 +24,7 @@ test: install
 
 bench: install
 	$(BIN)/python benchmarks/bench_local_training.py
+	$(BIN)/python benchmarks/bench_generator.py
 
 dag: install
 	dvc dag --md

@@ -28,18 +28,14 @@ def accuracy(predict: Predictor | torch.nn.Module, x_u8: torch.Tensor, y: torch.
     return 100.0 * correct / max(1, len(y))
 
 
-def ensemble_predictor(models: Sequence[torch.nn.Module], weights: Sequence[float] | None = None) -> Predictor:
-    """Σ_k w_k·logits_k / Σ_k w_k: DENSE's averaging ensemble (uniform w) or a weighted one."""
-    w = torch.tensor([1.0] * len(models) if weights is None else list(weights), dtype=torch.float32)
-    w = w / w.sum()
-    for m in models:
-        m.eval()
+def ensemble_predictor(models: Sequence[torch.nn.Module], weights: Sequence[float] | None = None,
+                       batched: bool = True) -> Predictor:
+    """Σ_k w_k·logits_k / Σ_k w_k: DENSE's averaging ensemble (uniform w) or a weighted one.
 
-    def predict(x: torch.Tensor) -> torch.Tensor:
-        out = None
-        for wk, m in zip(w.tolist(), models):
-            z = m(x) * wk
-            out = z if out is None else out + z
-        return out
+    Client models of one architecture run as one vmapped call (``distill.BatchedEnsemble``); ``batched=False``
+    loops over the models (reference path).
+    """
+    from ..distill.ensemble import BatchedEnsemble
 
-    return predict
+    w = [1.0] * len(models) if weights is None else [float(v) for v in weights]
+    return BatchedEnsemble(models, w, batched=batched).predict

@@ -7,7 +7,9 @@ global model for many epochs (``trains_global = True``) and the choices in force
 
 Hyper-parameters: ``defaults`` holds the paper's values and the SPEC's proposals for values the paper leaves
 open; ``params.yaml`` may override any of them under ``server.<method>``; an unknown key fails early.
-``epoch_keys`` names the hyper-parameters the ``profile`` knob scales.
+``epoch_keys``, ``synth_keys`` and ``width_keys`` name the hyper-parameters the ``profile`` knob scales (epoch
+counts, synthetic batch sizes, generator widths; see :class:`osfl.config.Profile`); the values in force are
+recorded with the results.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Any, Callable, ClassVar
 import torch
 
 from ..clients.upload import ClientUpload
-from ..config import Profile, scaled_epochs
+from ..config import Profile, scaled, scaled_epochs
 from ..errors import ConfigError
 from ..evaluation import Predictor, accuracy
 
@@ -34,12 +36,35 @@ class ServerContext:
     seed: int
     profile: Profile
     progress: bool = True
+    dataset: str = ""  # registry name of the main dataset
+    # name -> unlabeled uint8 training images of another dataset on the device (FedDF's auxiliary data)
+    aux_loader: Callable[[str], torch.Tensor] | None = None
+
+    def load_aux(self, name: str, key: str) -> torch.Tensor:
+        """Unlabeled images of dataset ``name``; ``key`` names the parameter that chose it (for errors)."""
+        if self.aux_loader is None:
+            raise ConfigError(key, "auxiliary data needs the server stage's data loader (none in this context)")
+        x = self.aux_loader(name)
+        if tuple(x.shape[1:]) != tuple(self.input_shape):
+            raise ConfigError(key, f"{name} images are {tuple(x.shape[1:])}, the clients' are "
+                                   f"{tuple(self.input_shape)}; choose a dataset of the same shape")
+        return x
 
     def evaluate(self, predict: Predictor | torch.nn.Module) -> float:
         return accuracy(predict, self.x_test, self.y_test)
 
     def client_sizes(self) -> list[int]:
         return [u.n_samples for u in self.uploads]
+
+    def client_models(self) -> list[torch.nn.Module]:
+        """The uploaded classifiers, rebuilt on the device in eval mode."""
+        return [u.build_model(self.device).eval() for u in self.uploads]
+
+    def rng(self, *tags) -> torch.Generator:
+        """A CPU generator seeded from the run's seed and ``tags`` (augmentation draws, resets)."""
+        from ..runtime import derive_seed
+
+        return torch.Generator().manual_seed(derive_seed(self.seed, "server", *tags))
 
     def make_global(self) -> torch.nn.Module:
         from ..models import build_model
@@ -55,6 +80,7 @@ class ServerResult:
     weights: list[float] = field(default_factory=list)  # ensemble: combination weights
     curve: list[dict] = field(default_factory=list)  # [{"epoch": e, "test_acc": a, ...}] for trained globals
     choices: dict[str, Any] = field(default_factory=dict)  # every hyper-parameter in force
+    extras: dict[str, Any] = field(default_factory=dict)  # results besides the model (e.g. FedHydra's U matrices)
 
 
 class ServerMethod:
@@ -63,22 +89,41 @@ class ServerMethod:
     trains_global: ClassVar[bool] = False
     defaults: ClassVar[dict[str, Any]] = {}
     epoch_keys: ClassVar[tuple[str, ...]] = ()
+    synth_keys: ClassVar[tuple[str, ...]] = ()
+    width_keys: ClassVar[tuple[str, ...]] = ()
     allowed: ClassVar[dict[str, tuple]] = {}  # key -> allowed values, for choice parameters
+    positive: ClassVar[tuple[str, ...]] = ()  # numeric keys that must be > 0 (other numeric keys: >= 0)
 
     def __init__(self, **params: Any):
         for k, v in params.items():
             key = f"server.{self.name}.{k}"
             if k not in self.defaults:
                 raise ConfigError(key, f"unknown parameter; allowed: {', '.join(sorted(self.defaults)) or 'none'}")
-            if k in self.allowed and v not in self.allowed[k]:
-                raise ConfigError(key, f"unknown value {v!r}; allowed: {', '.join(map(str, self.allowed[k]))}")
+            if k in self.allowed:
+                if not any(v == a and type(v) is type(a) for a in self.allowed[k]):
+                    raise ConfigError(key, f"unknown value {v!r}; allowed: {', '.join(map(str, self.allowed[k]))}")
+                continue
+            d = self.defaults[k]
+            if isinstance(d, (int, float)) and not isinstance(d, bool):
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise ConfigError(key, f"must be a number, got {v!r}")
+                if isinstance(d, int) and not isinstance(d, bool) and int(v) != v:
+                    raise ConfigError(key, f"must be a whole number, got {v!r}")
+                if k in self.positive and not v > 0:
+                    raise ConfigError(key, f"must be > 0, got {v!r}")
+                if v < 0:
+                    raise ConfigError(key, f"must be >= 0, got {v!r}")
         self.params = {**self.defaults, **params}
 
     def resolved(self, profile: Profile) -> dict[str, Any]:
-        """Hyper-parameters in force under ``profile`` (epoch-like keys scaled)."""
+        """Hyper-parameters in force under ``profile`` (epoch counts, synthetic batches and widths scaled)."""
         out = dict(self.params)
         for k in self.epoch_keys:
             out[k] = scaled_epochs(int(out[k]), profile)
+        for k in self.synth_keys:
+            out[k] = scaled(int(out[k]), profile.synth_scale)
+        for k in self.width_keys:
+            out[k] = scaled(int(out[k]), profile.width_scale)
         return out
 
     def run(self, ctx: ServerContext) -> ServerResult:  # pragma: no cover - interface

@@ -21,7 +21,8 @@ def _run(args) -> None:
     pool = subset(len(data.y_train), profile.max_train, derive_seed(seed, "train-subset"))
     part = make_partition(data.y_train[pool], cfg["partition"], cfg["clients"], seed,
                           num_classes=cfg["dataset"].num_classes,
-                          alpha=cfg["alpha"], classes_per_client=cfg["classes_per_client"])
+                          alpha=cfg["alpha"], classes_per_client=cfg["classes_per_client"],
+                          assignment=cfg["assignment"])
     # indices into the prepared training arrays, not into the (profile-capped) pool
     part = replace(part, client_indices=[pool[idx] for idx in part.client_indices],
                    num_samples=int(len(data.y_train)))

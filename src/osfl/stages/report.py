@@ -30,6 +30,8 @@ def _run(args) -> None:
     spec, profile = cfg["dataset"], cfg["profile"]
     setting = (f"{spec.name}, {cfg['partition']}"
                + (f" (alpha={cfg['alpha']})" if "alpha" in PARTITIONS.get(cfg["partition"]).params else "")
+               + (f" ({cfg['classes_per_client']} classes per client, {cfg['assignment']})"
+                  if "classes_per_client" in PARTITIONS.get(cfg["partition"]).params else "")
                + f", {cfg['clients']} clients, model {cfg['model']}, profile {profile.name}, seed {cfg['seed']}")
     df = pd.DataFrame(
         {"Final acc. (%)": [metrics[m]["acc_final"] for m in methods],
@@ -51,8 +53,9 @@ def _run(args) -> None:
         "setting": setting, "methods": {m: {k: metrics[m][k] for k in ("acc_final", "acc_best", "best_epoch", "epochs")}
                                         for m in methods},
         "choices": {m: metrics[m]["choices"] for m in methods}, "clients": clients,
-        "params": {k: params[k] for k in ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client",
-                                          "clients", "model", "methods", "local")},
+        "params": {**{k: params[k] for k in ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client",
+                                             "clients", "model", "methods", "local")},
+                   "assignment": cfg["assignment"]},
     })
     print("report:", ", ".join(str(p) for p in written))
 

@@ -12,7 +12,7 @@ from ..data import load_prepared
 from ..errors import ConfigError
 from ..methods import METHODS, ServerContext
 from ..runtime import derive_seed, device_info, get_device, save_state_dict, seed_everything, write_json
-from .common import load_config, parser, require_input, run_stage, test_tensors
+from .common import load_config, parser, require_input, run_stage, subset, test_tensors
 
 
 def main(argv=None) -> None:
@@ -29,6 +29,29 @@ def method_params(params: dict, name: str) -> dict:
     return own
 
 
+def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tensor:
+    """Training images of another dataset (labels dropped), prepared on first use into data/prepared/<name>.
+
+    Capped like the main training set under the profile (a seeded subset).
+    """
+    from pathlib import Path
+
+    from ..data import get_spec, prepare_dataset
+    from ..errors import DataUnavailableError
+
+    key = "server.feddf.aux_data"
+    get_spec(name)
+    folder = Path(paths.prepared).parent / name
+    if not (folder / "meta.json").exists():
+        try:
+            prepare_dataset(name, folder, mirror=cfg["mirror"])
+        except (DataUnavailableError, ConfigError) as e:
+            raise ConfigError(key, f"{name} cannot be loaded ({e}); pick another dataset or 'generator'") from None
+    data = load_prepared(folder)
+    idx = subset(len(data.x_train), cfg["profile"].max_train, derive_seed(cfg["seed"], "aux", name))
+    return torch.from_numpy(np.ascontiguousarray(data.x_train[idx])).to(device)
+
+
 def _run(args) -> None:
     params, cfg, paths = load_config(args)
     if args.method not in cfg["methods"]:
@@ -41,7 +64,8 @@ def _run(args) -> None:
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
     ctx = ServerContext(uploads=uploads, model_name=cfg["model"], input_shape=spec.shape,
                         num_classes=spec.num_classes, x_test=x_test, y_test=y_test, device=device,
-                        seed=seed, profile=profile, progress=not args.no_progress)
+                        seed=seed, profile=profile, progress=not args.no_progress, dataset=spec.name,
+                        aux_loader=lambda name: aux_images(name, paths, cfg, device))
     seed_everything(derive_seed(seed, "server", args.method))
     t0 = time.perf_counter()
     result = method.run(ctx)
@@ -55,7 +79,7 @@ def _run(args) -> None:
         "method": args.method, "kind": result.kind, "arch": cfg["model"], "input_shape": list(spec.shape),
         "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
         "choices": {**method.resolved(profile), **result.choices},
-        "curve": result.curve, "members": result.members, "weights": result.weights,
+        "curve": result.curve, "members": result.members, "weights": result.weights, "extras": result.extras,
         "clients_dir": str(paths.clients), "seconds": seconds, "runtime": device_info(device),
     }
     if result.kind == "classifier":

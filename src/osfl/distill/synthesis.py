@@ -1,0 +1,56 @@
+"""Pieces of the generator and student loops shared by DENSE, Co-Boosting, FedHydra and FedDF's fallback.
+
+* ``make_generator``: the DENSE generator sized for a dataset's image shape (28×28×1 or 32×32×3).
+* ``frozen_forward``: run a model with its parameters detached, so that gradients reach only the input (the
+  student inside a generator step: the generator is trained against it, the student itself is not updated).
+* ``new_latent``: a latent batch z ~ N(0, I), optionally a leaf that the generator's optimiser updates (DENSE
+  and Co-Boosting optimise z jointly with the generator).
+* ``kd_step``: one student update on a batch with teacher logits: KL(teacher/T ‖ student/T)·T², plus
+  ``beta``·CE(student, argmax teacher) (FedHydra Eq. 19), optional gradient-norm clipping (Co-Boosting).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.func import functional_call
+
+from .generator import Generator, reset_generator
+from .losses import kl_div_t
+
+
+def make_generator(input_shape: tuple[int, int, int], nz: int, ngf: int, device: torch.device,
+                   gen: torch.Generator | None = None) -> Generator:
+    """DENSE generator for images of ``input_shape`` = (C, H, W), H = W, initialised with DENSE's reset."""
+    c, h, w = input_shape
+    if h != w:
+        raise ValueError(f"the generator makes square images; got {h}x{w}")
+    g = Generator(nz=nz, ngf=ngf, img_size=h, nc=c).to(device)
+    return reset_generator(g, gen)
+
+
+def frozen_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``model(x)`` with detached parameters and buffers in the model's current mode: no parameter gradients."""
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    return functional_call(model, params, (x,))
+
+
+def new_latent(batch: int, nz: int, device: torch.device, learnable: bool) -> torch.Tensor:
+    z = torch.randn(batch, nz, device=device)
+    return z.requires_grad_(True) if learnable else z
+
+
+def kd_step(student: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, teacher: torch.Tensor, T: float = 1.0,
+            beta: float = 0.0, grad_clip: float | None = None) -> float:
+    """One optimiser step of ``student`` towards ``teacher`` logits on ``x``; returns the loss value."""
+    student.train()
+    out = student(x)
+    loss = kl_div_t(out, teacher.detach(), T)
+    if beta:
+        loss = loss + beta * F.cross_entropy(out, teacher.detach().argmax(1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    if grad_clip:
+        nn.utils.clip_grad_norm_(student.parameters(), grad_clip)
+    opt.step()
+    return float(loss.detach())

@@ -1,0 +1,205 @@
+"""The data-free and distillation server methods: DENSE, Co-Boosting, FedHydra (MS + SA + HASA), FedDF.
+
+The stratified-aggregation closed form, the BN loss of BN-free models and the batched ensemble are tested in
+test_distill.py; OT fusion in test_ot.py.
+"""
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+from osfl.clients.upload import read_uploads, write_upload
+from osfl.config import get_profile
+from osfl.errors import ConfigError
+from osfl.methods import METHODS, ServerContext
+from osfl.methods.coboost import reweight
+from osfl.methods.fedhydra import guidance_capability, model_stratification, normalise
+from osfl.models import build_model
+
+SHAPE = (1, 28, 28)
+TRAINED = ("dense", "coboost", "fedhydra", "feddf")
+# the smallest settings that still run every part of each method (epochs come from the smoke profile: 200 -> 2)
+TINY = {
+    "dense": {"g_steps": 2, "nz": 16},
+    "coboost": {"g_steps": 2, "nz": 16},
+    "fedhydra": {"g_steps": 2, "ms_steps": 3, "nz": 16},
+    "feddf": {"steps_per_epoch": 3, "g_steps": 2, "nz": 16},
+}
+
+
+class OwnClasses(nn.Module):
+    """A stand-in client whose logits can move only for its own classes (the others are fixed at 0)."""
+
+    def __init__(self, classes, num_classes, seed):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        d = math.prod(SHAPE)
+        mask = torch.zeros(num_classes, 1)
+        mask[list(classes)] = 1.0
+        self.W = nn.Parameter(torch.randn(num_classes, d, generator=g) / math.sqrt(d) * mask)
+
+    def forward(self, x):
+        return 20.0 * (x.flatten(1) - 0.5) @ self.W.T
+
+
+def make_ctx(tmp_path, sizes=(40, 25, 35), arch="cnn2", aux_loader=None, dataset="digits", n_test=64):
+    torch.manual_seed(0)
+    for k, n in enumerate(sizes):
+        write_upload(tmp_path, k, "classifier",
+                     {"arch": arch, "input_shape": list(SHAPE), "num_classes": 10, "n_samples": n,
+                      "label_histogram": [n] + [0] * 9},
+                     tensors={"state_dict": build_model(arch, SHAPE, 10).state_dict()})
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(0, 255, (n_test, *SHAPE), dtype=torch.uint8, generator=g)
+    y = torch.randint(0, 10, (n_test,), generator=g)
+    return ServerContext(uploads=read_uploads(tmp_path), model_name=arch, input_shape=SHAPE, num_classes=10,
+                         x_test=x, y_test=y, device=torch.device("cpu"), seed=0, profile=get_profile("smoke"),
+                         progress=False, dataset=dataset, aux_loader=aux_loader)
+
+
+def fake_aux(name):
+    return torch.randint(0, 255, (50, *SHAPE), dtype=torch.uint8, generator=torch.Generator().manual_seed(2))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# FedHydra: model stratification
+
+
+def test_guidance_capability_and_normalisation():
+    L = torch.tensor([[4.0, 2.0, 1.0], [3.0, 3.0, 3.0]])
+    u = guidance_capability(L, eps=0.0)
+    assert torch.allclose(u, torch.tensor([3.0, 0.0]))
+    U = torch.tensor([[1.0, 3.0], [0.0, 0.0], [2.0, 2.0]])  # (c=3, m=2)
+    Ur, Uc = normalise(U, 1), normalise(U, 0)
+    assert torch.allclose(Ur.sum(1), torch.ones(3)) and torch.allclose(Ur[1], torch.tensor([0.5, 0.5]))
+    assert torch.allclose(Uc.sum(0), torch.ones(2))
+    assert torch.allclose(Uc[:, 0], torch.tensor([1 / 3, 0.0, 2 / 3]))
+
+
+def test_model_stratification_peaks_on_the_client_holding_each_class():
+    c = 6
+    owners = {0: (0, 1), 1: (2, 3), 2: (4, 5)}
+    models = [OwnClasses(cls, c, seed=k).eval() for k, cls in owners.items()]
+    ms = model_stratification(models, SHAPE, c, steps=30, batch=16, nz=16, ngf=8, lr=1e-2, eps=1e-8,
+                              device=torch.device("cpu"), rng=torch.Generator().manual_seed(0), batched=False)
+    U_r, U_c = ms["U_r"], ms["U_c"]
+    assert U_r.shape == (c, 3) and torch.allclose(U_r.sum(1), torch.ones(c, dtype=U_r.dtype))
+    assert torch.allclose(U_c.sum(0), torch.ones(3, dtype=U_c.dtype))
+    for j in range(c):
+        owner = j // 2
+        assert int(U_r[j].argmax()) == owner, f"class {j}: {U_r[j].tolist()}"
+        assert U_r[j, owner] > 0.6
+    # the trajectory minimum of a class the client cannot raise stays above log(#other classes)
+    assert ms["trajectories"][0, 5].min() > math.log(c - 2) - 1e-3
+
+
+def test_model_stratification_batched_equals_looped_on_the_first_steps():
+    torch.manual_seed(3)
+    models = [build_model("cnn2", SHAPE, 10).eval() for _ in range(2)]
+    kw = dict(steps=3, batch=8, nz=16, ngf=8, lr=1e-3, eps=1e-8, device=torch.device("cpu"))
+    a = model_stratification(models, SHAPE, 10, rng=torch.Generator().manual_seed(5), batched=False, **kw)
+    b = model_stratification(models, SHAPE, 10, rng=torch.Generator().manual_seed(5), batched=True, **kw)
+    assert torch.allclose(a["trajectories"], b["trajectories"], atol=1e-4, rtol=0)
+    assert not torch.equal(a["trajectories"][:, 0], a["trajectories"][:, 1])  # the classes differ
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Co-Boosting's client weights
+
+
+def test_coboost_reweight_stays_in_unit_interval():
+    g = torch.Generator().manual_seed(0)
+    w = torch.full((5,), 0.2)
+    w0 = w.clone()
+    for step in (0.01, 0.5, 3.0):
+        for _ in range(50):
+            w = reweight(w, w0, torch.randn(5, generator=g), step)
+            assert bool(((w >= 0) & (w <= 1)).all())
+    # one step moves each weight by exactly step·sign(grad), clamped
+    w = reweight(torch.full((3,), 0.5), torch.full((3,), 0.5), torch.tensor([1.0, -1.0, 0.0]), 0.1)
+    assert torch.allclose(w, torch.tensor([0.4, 0.6, 0.5]))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# every method end to end on a tiny context
+
+
+@pytest.mark.parametrize("name", TRAINED)
+def test_method_runs_and_records_its_curve(tmp_path, name):
+    ctx = make_ctx(tmp_path, aux_loader=fake_aux)
+    method = METHODS.get(name)(**TINY[name])
+    res = method.run(ctx)
+    assert res.kind == "classifier" and not res.model.training
+    assert [c["epoch"] for c in res.curve] == [1, 2]  # smoke: 200 epochs x 0.01
+    assert res.curve[-1]["test_acc"] == pytest.approx(ctx.evaluate(res.model))
+    resolved = method.resolved(ctx.profile)
+    assert resolved["epochs"] == 2
+    if "ngf" in resolved:
+        assert resolved["ngf"] == 16  # generator width x0.25 under smoke
+    if name == "coboost":
+        for c in res.curve:
+            assert all(0.0 <= w <= 1.0 for w in c["client_weights"])
+    if name == "fedhydra":
+        Ur = torch.tensor(res.extras["U_r"])
+        assert Ur.shape == (10, 3) and torch.allclose(Ur.sum(1), torch.ones(10))
+
+
+def test_fedhydra_ablation_switches(tmp_path):
+    ctx = make_ctx(tmp_path)
+    res = METHODS.get("fedhydra")(**TINY["fedhydra"], aggregation="ae", distill_data="pool",
+                                  generator_reset="epoch", sa_scale="classes", ad_mask=True).run(ctx)
+    assert res.extras == {} and len(res.curve) == 2  # AE skips model stratification
+    assert res.choices["teacher"].startswith("averaging ensemble")
+
+
+def test_feddf_initialises_from_fedavg_and_checks_aux_data(tmp_path):
+    ctx = make_ctx(tmp_path, aux_loader=fake_aux)
+    res = METHODS.get("feddf")(**TINY["feddf"], lr=0.0).run(ctx)  # lr 0: the FedAvg weights are kept
+    fedavg = METHODS.get("fedavg")().run(ctx).model  # (BN running statistics do move: the student trains)
+    for (k, a), b in zip(res.model.named_parameters(), fedavg.parameters()):
+        assert torch.allclose(a, b, atol=1e-6), k
+    assert res.choices["aux_data_in_force"] == "fmnist"  # digits <- Fashion-MNIST (auto)
+    with pytest.raises(ConfigError, match="server.feddf.aux_data: digits is the clients' own dataset"):
+        METHODS.get("feddf")(aux_data="digits").run(ctx)
+    wrong = make_ctx(tmp_path / "w", aux_loader=lambda n: torch.zeros(4, 3, 32, 32, dtype=torch.uint8))
+    with pytest.raises(ConfigError, match=r"server.feddf.aux_data: cifar100 images are \(3, 32, 32\)"):
+        METHODS.get("feddf")(aux_data="cifar100").run(wrong)
+
+
+def test_feddf_generator_fallback_needs_no_data(tmp_path):
+    ctx = make_ctx(tmp_path, aux_loader=None)
+    res = METHODS.get("feddf")(**TINY["feddf"], aux_data="generator").run(ctx)
+    assert res.choices["aux_data_in_force"] == "generator" and len(res.curve) == 2
+
+
+@pytest.mark.parametrize("name,params,match", [
+    ("dense", {"g_steps": 0}, "server.dense.g_steps: must be > 0"),
+    ("dense", {"adv_mask": "yes"}, "server.dense.adv_mask: unknown value 'yes'"),
+    ("coboost", {"mu": -1}, "server.coboost.mu: must be >= 0"),
+    ("fedhydra", {"beta": "high"}, "server.fedhydra.beta: must be a number"),
+    ("fedhydra", {"epochs": 2.5}, "server.fedhydra.epochs: must be a whole number"),
+    ("fedhydra", {"distill_data": "all"}, "server.fedhydra.distill_data: unknown value 'all'; allowed: intermediates, pool"),
+    ("fedhydra", {"ms_batched": 1}, "server.fedhydra.ms_batched: unknown value 1"),
+    ("feddf", {"aux_data": ""}, "server.feddf.aux_data: must be"),
+    ("feddf", {"temperature": 2}, "server.feddf.temperature: unknown parameter"),
+])
+def test_bad_method_parameters_fail_early_with_one_line(name, params, match):
+    with pytest.raises(ConfigError, match=match) as e:
+        METHODS.get(name)(**params)
+    assert "\n" not in str(e.value)
+
+
+def test_paper_defaults_are_written_unchanged():
+    fh = METHODS.get("fedhydra").defaults
+    assert (fh["epochs"], fh["g_steps"], fh["ms_steps"], fh["lr_g"], fh["lambda1"], fh["lambda2"], fh["lr"]) == \
+        (200, 30, 30, 1e-3, 1.0, 1.0, 0.01)
+    cb = METHODS.get("coboost").defaults
+    assert (cb["kd_T"], cb["adv_T"], cb["odseta"], cb["mu"], cb["wdc"], cb["hs"], cb["weight_decay"]) == \
+        (4.0, 3.0, 8.0, 0.01, 0.99, 1.0, 1e-4)
+    assert METHODS.get("dense").defaults["adv_mask"] is True
+    assert METHODS.get("feddf").defaults["epochs"] * METHODS.get("feddf").defaults["steps_per_epoch"] == 10_000
+    paper = get_profile("paper")
+    for name in TRAINED:
+        m = METHODS.get(name)()
+        assert m.resolved(paper) == m.params  # the paper profile changes nothing
