@@ -1,5 +1,5 @@
-"""Each server@<method> stage depends on src/osfl/methods/<method>.py and base.py only (dvc.yaml), so adding or
-editing one method never re-runs another. These checks keep that dependency list true."""
+"""Each server@<method> stage depends on src/osfl/methods/<method>.py, base.py and the shared library folders it
+imports (dvc.yaml), so adding or editing one method never re-runs another. These checks keep that list true."""
 import ast
 import inspect
 from pathlib import Path
@@ -38,3 +38,18 @@ def test_every_method_has_its_params_entry():
     for name in METHODS.names():
         assert name in params["server"], f"params.yaml needs server.{name} for `dvc exp run -S methods=[..., {name}]`"
         METHODS.get(name)(**params["server"][name])  # the entry holds valid hyper-parameters
+
+
+# modules whose code cannot change a result (messages, name lookup, file format readers) need not be deps
+UNTRACKED = {"registry", "errors", "config", "clients.upload"}
+
+
+@pytest.mark.parametrize("path", sorted(METHODS_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_library_code_a_method_imports_is_a_server_dep(path):
+    deps = yaml.safe_load(Path("dvc.yaml").read_text())["stages"]["server"]["deps"]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module not in UNTRACKED:
+            target = Path("src/osfl", *node.module.split("."))
+            target = target.with_suffix(".py") if target.with_suffix(".py").exists() else target
+            assert any(target == Path(d) or Path(d) in target.parents for d in deps), \
+                f"{path.name} imports ..{node.module}; add {target} to the server stage's deps in dvc.yaml"

@@ -5,6 +5,9 @@
   student inside a generator step: the generator is trained against it, the student itself is not updated).
 * ``new_latent``: a latent batch z ~ N(0, I), optionally a leaf that the generator's optimiser updates (DENSE
   and Co-Boosting optimise z jointly with the generator).
+* ``restart_synthesis``: DENSE's and Co-Boosting's epoch start: re-initialised generator, a learnable latent,
+  sorted random targets and one Adam over generator and latent.
+* ``BestBatch``: keeps the generated batch with the lowest generator loss (what DENSE puts in its pool).
 * ``kd_step``: one student update on a batch with teacher logits: KL(teacher/T ‖ student/T)·T², plus
   ``beta``·CE(student, argmax teacher) (FedHydra Eq. 19), optional gradient-norm clipping (Co-Boosting).
 """
@@ -38,6 +41,29 @@ def frozen_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
 def new_latent(batch: int, nz: int, device: torch.device, learnable: bool) -> torch.Tensor:
     z = torch.randn(batch, nz, device=device)
     return z.requires_grad_(True) if learnable else z
+
+
+def restart_synthesis(gen: Generator, rng: torch.Generator | None, batch: int, nz: int, num_classes: int,
+                      lr_g: float, device: torch.device):
+    """Reset ``gen``; return (learnable z, sorted targets y, Adam over generator and z with betas (0.5, 0.999))."""
+    reset_generator(gen, rng)
+    z = new_latent(batch, nz, device, learnable=True)
+    y = torch.randint(0, num_classes, (batch,), device=device).sort().values
+    opt = torch.optim.Adam([{"params": gen.parameters()}, {"params": [z]}], lr=lr_g, betas=(0.5, 0.999))
+    return z, y, opt
+
+
+class BestBatch:
+    """The lowest-loss batch seen so far (detached) and its loss."""
+
+    def __init__(self):
+        self.x: torch.Tensor | None = None
+        self.loss = float("inf")
+
+    def offer(self, x: torch.Tensor, loss: torch.Tensor) -> None:
+        value = float(loss.detach())
+        if value < self.loss:
+            self.x, self.loss = x.detach(), value
 
 
 def kd_step(student: nn.Module, opt: torch.optim.Optimizer, x: torch.Tensor, teacher: torch.Tensor, T: float = 1.0,

@@ -22,8 +22,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from ..distill import (BatchedEnsemble, SyntheticPool, adversarial_loss, frozen_forward, hard_sample_ce, kd_step,
-                       make_generator, new_latent, reset_generator)
+from ..distill import (BatchedEnsemble, BestBatch, SyntheticPool, adversarial_loss, frozen_forward, hard_sample_ce,
+                       kd_step, make_generator, restart_synthesis)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
 
@@ -68,13 +68,11 @@ class CoBoosting(ServerMethod):
         losses: list[float] = []
 
         def synthesize() -> None:
-            reset_generator(gen, reset_rng)
-            z = new_latent(p["synthesis_batch"], p["nz"], dev, learnable=True)
-            y = torch.randint(0, ctx.num_classes, (p["synthesis_batch"],), device=dev).sort().values
-            opt_g = torch.optim.Adam([{"params": gen.parameters()}, {"params": [z]}], lr=p["lr_g"], betas=(0.5, 0.999))
+            z, y, opt_g = restart_synthesis(gen, reset_rng, p["synthesis_batch"], p["nz"], ctx.num_classes,
+                                            p["lr_g"], dev)
             student.eval()
             gen.train()
-            best, best_loss = None, float("inf")
+            best = BestBatch()
             for _ in range(p["g_steps"]):
                 x = gen(z)
                 if p["bn"]:
@@ -88,14 +86,13 @@ class CoBoosting(ServerMethod):
                 if p["adv"]:
                     s_out = frozen_forward(student, x)
                     loss = loss + p["adv"] * adversarial_loss(s_out, t_out, T=p["adv_T"], mask=False)
-                if loss.item() < best_loss:
-                    best, best_loss = x.detach(), loss.item()
+                best.offer(x, loss)
                 opt_g.zero_grad(set_to_none=True)
                 loss.backward()
                 nn.utils.clip_grad_norm_(gen.parameters(), 10.0)
                 opt_g.step()
-            pool.add(best, y)
-            losses.append(best_loss)
+            pool.add(best.x, y)
+            losses.append(best.loss)
 
         def adjust_weights(epoch0: int) -> torch.Tensor:
             nonlocal w

@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from ..clients.augment import augment_batch
-from ..distill import (BatchedEnsemble, SyntheticPool, adversarial_loss, frozen_forward, kd_step, make_generator,
-                       new_latent, reset_generator)
+from ..distill import (BatchedEnsemble, BestBatch, SyntheticPool, adversarial_loss, frozen_forward, kd_step,
+                       make_generator, restart_synthesis)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, client_weights, track_epochs
 
@@ -59,13 +59,11 @@ class Dense(ServerMethod):
         losses: list[float] = []
 
         def synthesize() -> None:
-            reset_generator(gen, reset_rng)
-            z = new_latent(p["synthesis_batch"], p["nz"], dev, learnable=True)
-            y = torch.randint(0, ctx.num_classes, (p["synthesis_batch"],), device=dev).sort().values
-            opt_g = torch.optim.Adam([{"params": gen.parameters()}, {"params": [z]}], lr=p["lr_g"], betas=(0.5, 0.999))
+            z, y, opt_g = restart_synthesis(gen, reset_rng, p["synthesis_batch"], p["nz"], ctx.num_classes,
+                                            p["lr_g"], dev)
             student.eval()
             gen.train()
-            best, best_loss = None, float("inf")
+            best = BestBatch()
             for _ in range(p["g_steps"]):
                 x = gen(z)
                 view = augment_batch(x, p["synth_augment"], aug_rng)
@@ -77,13 +75,12 @@ class Dense(ServerMethod):
                 if p["adv"]:
                     s_out = frozen_forward(student, view)
                     loss = loss + p["adv"] * adversarial_loss(s_out, t_out, T=1.0, mask=p["adv_mask"])
-                if loss.item() < best_loss:
-                    best, best_loss = x.detach(), loss.item()
+                best.offer(x, loss)
                 opt_g.zero_grad(set_to_none=True)
                 loss.backward()
                 opt_g.step()
-            pool.add(best)
-            losses.append(best_loss)
+            pool.add(best.x)
+            losses.append(best.loss)
 
         def epoch(_: int):
             synthesize()

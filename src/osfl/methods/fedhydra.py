@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, vmap
 from tqdm.auto import tqdm
 
-from ..distill import (BatchedEnsemble, SyntheticPool, adversarial_loss, frozen_forward, kd_step, make_generator,
+from ..distill import (BatchedEnsemble, BestBatch, SyntheticPool, adversarial_loss, frozen_forward, kd_step, make_generator,
                        reset_generator, stratified_aggregate)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
@@ -204,7 +204,7 @@ class FedHydra(ServerMethod):
             y = torch.randint(0, c, (b,), device=dev)
             student.eval()
             gen.train()
-            inter, best, best_loss = [], None, float("inf")
+            inter, best = [], BestBatch()
             for _t in range(p["g_steps"]):
                 x = gen(z)
                 if p["lambda1"]:
@@ -219,16 +219,15 @@ class FedHydra(ServerMethod):
                     s_out = frozen_forward(student, x)
                     loss = loss + p["lambda2"] * adversarial_loss(s_out, P, T=p["T"], mask=p["ad_mask"])  # Eq. 15
                 inter.append(x.detach())
-                if loss.item() < best_loss:
-                    best, best_loss = x.detach(), loss.item()
+                best.offer(x, loss)
                 opt_g.zero_grad(set_to_none=True)
                 loss.backward()
                 opt_g.step()
-            losses.append(best_loss)
+            losses.append(best.loss)
             if p["distill_data"] == "intermediates":
                 batches = ((x, y) for x in inter)
             else:
-                pool.add(best, y)
+                pool.add(best.x, y)
                 batches = pool.batches(b, gen=pool_rng, device=dev)
             for x, yb in batches:
                 with torch.no_grad():
