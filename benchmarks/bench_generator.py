@@ -47,7 +47,7 @@ def steps_per_s(batched: bool, models, args, device, shape) -> tuple[float, floa
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-        return float(loss)
+        return float(loss.detach())
 
     first = step()  # warm-up (allocator, cuDNN autotune); its loss is compared between the paths
     for _ in range(2):
