@@ -5,6 +5,7 @@
   student inside a generator step: the generator is trained against it, the student itself is not updated).
 * ``new_latent``: a latent batch z ~ N(0, I), optionally a leaf that the generator's optimiser updates (DENSE
   and Co-Boosting optimise z jointly with the generator).
+* ``generator_adam``: the generator optimiser of DENSE, Co-Boosting and FedHydra (Adam, betas (0.5, 0.999)).
 * ``restart_synthesis``: DENSE's and Co-Boosting's epoch start: re-initialised generator, a learnable latent,
   sorted random targets and one Adam over generator and latent.
 * ``BestBatch``: keeps the generated batch with the lowest generator loss (what DENSE puts in its pool).
@@ -43,14 +44,18 @@ def new_latent(batch: int, nz: int, device: torch.device, learnable: bool) -> to
     return z.requires_grad_(True) if learnable else z
 
 
+def generator_adam(params, lr: float) -> torch.optim.Adam:
+    """Adam with DENSE's betas (0.5, 0.999) over ``params`` (tensors or parameter groups)."""
+    return torch.optim.Adam(params, lr=lr, betas=(0.5, 0.999))
+
+
 def restart_synthesis(gen: Generator, rng: torch.Generator | None, batch: int, nz: int, num_classes: int,
                       lr_g: float, device: torch.device):
     """Reset ``gen``; return (learnable z, sorted targets y, Adam over generator and z with betas (0.5, 0.999))."""
     reset_generator(gen, rng)
     z = new_latent(batch, nz, device, learnable=True)
     y = torch.randint(0, num_classes, (batch,), device=device).sort().values
-    opt = torch.optim.Adam([{"params": gen.parameters()}, {"params": [z]}], lr=lr_g, betas=(0.5, 0.999))
-    return z, y, opt
+    return z, y, generator_adam([{"params": gen.parameters()}, {"params": [z]}], lr_g)
 
 
 class BestBatch:

@@ -5,6 +5,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..distill.ensemble import BatchedEnsemble
+
 Predictor = Callable[[torch.Tensor], torch.Tensor]  # float batch in [0,1] -> logits
 
 
@@ -35,7 +37,5 @@ def ensemble_predictor(models: Sequence[torch.nn.Module], weights: Sequence[floa
     Client models of one architecture run as one vmapped call (``distill.BatchedEnsemble``); ``batched=False``
     loops over the models (reference path).
     """
-    from ..distill.ensemble import BatchedEnsemble
-
     w = [1.0] * len(models) if weights is None else [float(v) for v in weights]
     return BatchedEnsemble(models, w, batched=batched).predict

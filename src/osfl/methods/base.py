@@ -107,7 +107,7 @@ class ServerMethod:
             if isinstance(d, (int, float)) and not isinstance(d, bool):
                 if isinstance(v, bool) or not isinstance(v, (int, float)):
                     raise ConfigError(key, f"must be a number, got {v!r}")
-                if isinstance(d, int) and not isinstance(d, bool) and int(v) != v:
+                if isinstance(d, int) and int(v) != v:
                     raise ConfigError(key, f"must be a whole number, got {v!r}")
                 if k in self.positive and not v > 0:
                     raise ConfigError(key, f"must be > 0, got {v!r}")
@@ -130,16 +130,21 @@ class ServerMethod:
         raise NotImplementedError
 
 
-def track_epochs(ctx: ServerContext, epochs: int, step: Callable[[int], torch.nn.Module], desc: str) -> list[dict]:
-    """Run ``step(epoch)`` for each epoch, evaluating the returned model on the test set after each one."""
+def track_epochs(ctx: ServerContext, epochs: int, step: Callable[[int], Any], desc: str) -> list[dict]:
+    """Run ``step(epoch)`` for each epoch, evaluating the returned model on the test set after each one.
+
+    ``step`` returns the model, or ``(model, fields)`` where ``fields`` (e.g. the epoch's generator loss) are
+    recorded in that epoch's curve entry.
+    """
     from tqdm.auto import tqdm
 
     curve = []
     bar = tqdm(range(1, epochs + 1), desc=desc, disable=not ctx.progress, mininterval=1.0)
     for epoch in bar:
-        model = step(epoch)
+        out = step(epoch)
+        model, fields = out if isinstance(out, tuple) else (out, {})
         acc = ctx.evaluate(model)
-        curve.append({"epoch": epoch, "test_acc": acc})
+        curve.append({"epoch": epoch, "test_acc": acc, **fields})
         bar.set_postfix(acc=f"{acc:.2f}", refresh=False)
     return curve
 

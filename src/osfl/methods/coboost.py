@@ -64,10 +64,8 @@ class CoBoosting(ServerMethod):
         gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev)
         reset_rng, pool_rng = ctx.rng("coboost", "reset"), ctx.rng("coboost", "pool")
         pool = SyntheticPool()
-        weights_log: list[list[float]] = []
-        losses: list[float] = []
 
-        def synthesize() -> None:
+        def synthesize() -> float:
             z, y, opt_g = restart_synthesis(gen, reset_rng, p["synthesis_batch"], p["nz"], ctx.num_classes,
                                             p["lr_g"], dev)
             student.eval()
@@ -92,9 +90,9 @@ class CoBoosting(ServerMethod):
                 nn.utils.clip_grad_norm_(gen.parameters(), 10.0)
                 opt_g.step()
             pool.add(best.x, y)
-            losses.append(best.loss)
+            return best.loss
 
-        def adjust_weights(epoch0: int) -> torch.Tensor:
+        def adjust_weights(epoch0: int) -> None:
             nonlocal w
             w0 = w.clone()
             step = p["mu"] * p["wdc"] ** epoch0
@@ -106,7 +104,6 @@ class CoBoosting(ServerMethod):
                     loss = nn.functional.cross_entropy(teacher.combine(per_client, wv), y)
                     (grad,) = torch.autograd.grad(loss, wv)
                     w = reweight(w, w0, grad, step)
-            return w
 
         def ods(x: torch.Tensor) -> torch.Tensor:
             if not p["odseta"]:
@@ -118,10 +115,9 @@ class CoBoosting(ServerMethod):
             return (x + grad.sign() * (p["odseta"] / 255.0)).detach()
 
         def epoch(e: int):
-            synthesize()
+            gen_loss = synthesize()
             if e > 1:
                 adjust_weights(e - 1)
-            weights_log.append([round(float(v), 6) for v in w])
             for x, _y in pool.batches(p["kd_batch"], gen=pool_rng, device=dev):
                 x = ods(x)
                 with torch.no_grad():
@@ -129,13 +125,10 @@ class CoBoosting(ServerMethod):
                 kd_step(student, opt, x, t_out, T=p["kd_T"], grad_clip=p["grad_clip"] or None)
             if sched is not None:
                 sched.step()
-            return student
+            return student, {"gen_loss": gen_loss, "client_weights": [round(float(v), 6) for v in w]}
 
         curve = track_epochs(ctx, p["epochs"], epoch, desc="coboost")
-        for c, l, wl in zip(curve, losses, weights_log):
-            c["gen_loss"] = l
-            c["client_weights"] = wl
         return ServerResult("classifier", model=student.eval(), curve=curve,
                             choices={"pool": "lowest-loss batch per epoch, with labels", "student_init": "random",
                                      "generator_reset": "every epoch", "optimize_z": True,
-                                     "final_client_weights": weights_log[-1] if weights_log else []})
+                                     "final_client_weights": curve[-1]["client_weights"] if curve else []})

@@ -56,9 +56,8 @@ class Dense(ServerMethod):
         gen = make_generator(shape, p["nz"], p["ngf"], dev)
         aug_rng, reset_rng, pool_rng = ctx.rng("dense", "augment"), ctx.rng("dense", "reset"), ctx.rng("dense", "pool")
         pool = SyntheticPool()
-        losses: list[float] = []
 
-        def synthesize() -> None:
+        def synthesize() -> float:
             z, y, opt_g = restart_synthesis(gen, reset_rng, p["synthesis_batch"], p["nz"], ctx.num_classes,
                                             p["lr_g"], dev)
             student.eval()
@@ -80,20 +79,18 @@ class Dense(ServerMethod):
                 loss.backward()
                 opt_g.step()
             pool.add(best.x)
-            losses.append(best.loss)
+            return best.loss
 
         def epoch(_: int):
-            synthesize()
+            gen_loss = synthesize()
             for x, _y in pool.batches(p["kd_batch"], gen=pool_rng, device=dev):
                 x = augment_batch(x, kd_aug, aug_rng)
                 with torch.no_grad():
                     t_out = teacher.predict(x)
                 kd_step(student, opt, x, t_out, T=p["T"])
-            return student
+            return student, {"gen_loss": gen_loss}
 
         curve = track_epochs(ctx, p["epochs"], epoch, desc="dense")
-        for c, l in zip(curve, losses):
-            c["gen_loss"] = l
         return ServerResult("classifier", model=student.eval(), curve=curve,
                             choices={"kd_augment_in_force": kd_aug, "pool": "lowest-loss batch per epoch",
                                      "student_init": "random", "generator_reset": "every epoch",

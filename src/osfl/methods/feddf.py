@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..distill import BatchedEnsemble, kd_step, make_generator
+from ..distill import BatchedEnsemble, generator_adam, kd_step, make_generator
 from ..errors import ConfigError
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, client_weights, track_epochs
@@ -72,7 +72,7 @@ class FedDF(ServerMethod):
 
         if aux == "generator":
             gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, ctx.rng("feddf", "reset"))
-            opt_g = torch.optim.Adam(gen.parameters(), lr=p["lr_g"], betas=(0.5, 0.999))
+            opt_g = generator_adam(gen.parameters(), p["lr_g"])
 
             def batches():
                 gen.train()

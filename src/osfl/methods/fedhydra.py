@@ -41,8 +41,8 @@ import torch.nn.functional as F
 from torch.func import functional_call, vmap
 from tqdm.auto import tqdm
 
-from ..distill import (BatchedEnsemble, BestBatch, SyntheticPool, adversarial_loss, frozen_forward, kd_step, make_generator,
-                       reset_generator, stratified_aggregate)
+from ..distill import (BatchedEnsemble, BestBatch, SyntheticPool, adversarial_loss, frozen_forward, generator_adam,
+                       kd_step, make_generator, reset_generator, stratified_aggregate)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
 
@@ -75,22 +75,22 @@ def _ms_generators(gen: torch.nn.Module, rng: torch.Generator, classes: int, bat
 
 def _ms_client_looped(model, gen, states, zs, steps, lr, device) -> torch.Tensor:
     """Reference path: one generator at a time, as Alg. 2 is written. Returns (c, steps) CE trajectories."""
-    traj = torch.zeros(len(states), steps, dtype=torch.float64)
+    traj = torch.zeros(len(states), steps, dtype=torch.float64, device=device)
     for j, (state, z) in enumerate(zip(states, zs)):
         with torch.no_grad():
             for k, v in gen.named_parameters():
                 v.copy_(state[k])
         gen.train()
-        opt = torch.optim.Adam(gen.parameters(), lr=lr, betas=(0.5, 0.999))
+        opt = generator_adam(gen.parameters(), lr)
         z = z.to(device)
         y = torch.full((len(z),), j, dtype=torch.long, device=device)
         for t in range(steps):
             loss = F.cross_entropy(frozen_forward(model, gen(z)), y)
-            traj[j, t] = loss.item()
+            traj[j, t] = loss.detach()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
-    return traj
+    return traj.cpu()
 
 
 def _ms_client_batched(model, gen, states, zs, steps, lr, device) -> torch.Tensor:
@@ -110,17 +110,17 @@ def _ms_client_batched(model, gen, states, zs, steps, lr, device) -> torch.Tenso
     params = {k: torch.stack([s[k] for s in states]).to(device).requires_grad_(True) for k in states[0]}
     z = torch.stack(zs).to(device)  # (c, b, nz)
     y = torch.arange(c, device=device).repeat_interleave(b)
-    opt = torch.optim.Adam(params.values(), lr=lr, betas=(0.5, 0.999))
+    opt = generator_adam(params.values(), lr)
     many = vmap(lambda pr, zz: functional_call(base, pr, (zz,)))
-    traj = torch.zeros(c, steps, dtype=torch.float64)
+    traj = torch.zeros(c, steps, dtype=torch.float64, device=device)
     for t in range(steps):
         x = many(params, z)  # (c, b, C, H, W)
         ce = F.cross_entropy(frozen_forward(model, x.flatten(0, 1)), y, reduction="none").view(c, b).mean(1)
-        traj[:, t] = ce.detach().double().cpu()
+        traj[:, t] = ce.detach()
         opt.zero_grad(set_to_none=True)
         ce.sum().backward()
         opt.step()
-    return traj
+    return traj.cpu()
 
 
 def model_stratification(models: list[torch.nn.Module], input_shape, num_classes: int, *, steps: int, batch: int,
@@ -190,16 +190,21 @@ class FedHydra(ServerMethod):
         opt = torch.optim.SGD(student.parameters(), lr=p["lr"], momentum=p["momentum"])
         reset_rng, pool_rng = ctx.rng("fedhydra", "reset"), ctx.rng("fedhydra", "pool")
         gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, reset_rng)
-        opt_g = torch.optim.Adam(gen.parameters(), lr=p["lr_g"], betas=(0.5, 0.999))
+        opt_g = generator_adam(gen.parameters(), p["lr_g"])
         pool = SyntheticPool()
         b = p["synthesis_batch"]
-        losses: list[float] = []
+
+        def pooled():
+            for x, yb in pool.batches(b, gen=pool_rng, device=dev):
+                with torch.no_grad():
+                    P = teach(ens(x), yb)
+                yield x, P  # (outside no_grad: a yield inside it would switch gradients off in the caller)
 
         def epoch(_: int):
             nonlocal opt_g
             if p["generator_reset"] == "epoch":
                 reset_generator(gen, reset_rng)
-                opt_g = torch.optim.Adam(gen.parameters(), lr=p["lr_g"], betas=(0.5, 0.999))
+                opt_g = generator_adam(gen.parameters(), p["lr_g"])
             z = torch.randn(b, p["nz"], device=dev)
             y = torch.randint(0, c, (b,), device=dev)
             student.eval()
@@ -218,26 +223,21 @@ class FedHydra(ServerMethod):
                 if p["lambda2"]:
                     s_out = frozen_forward(student, x)
                     loss = loss + p["lambda2"] * adversarial_loss(s_out, P, T=p["T"], mask=p["ad_mask"])  # Eq. 15
-                inter.append(x.detach())
+                inter.append((x.detach(), P.detach()))  # the teacher is fixed: its P is reused for the student
                 best.offer(x, loss)
                 opt_g.zero_grad(set_to_none=True)
                 loss.backward()
                 opt_g.step()
-            losses.append(best.loss)
             if p["distill_data"] == "intermediates":
-                batches = ((x, y) for x in inter)
+                batches = inter
             else:
                 pool.add(best.x, y)
-                batches = pool.batches(b, gen=pool_rng, device=dev)
-            for x, yb in batches:
-                with torch.no_grad():
-                    P = teach(ens(x), yb)
+                batches = pooled()
+            for x, P in batches:
                 kd_step(student, opt, x, P, T=p["T"], beta=p["beta"])  # Eqs. 17-19
-            return student
+            return student, {"gen_loss": best.loss}
 
         curve = track_epochs(ctx, p["epochs"], epoch, desc="fedhydra")
-        for cv, l in zip(curve, losses):
-            cv["gen_loss"] = l
         return ServerResult("classifier", model=student.eval(), curve=curve, extras=extras,
                             choices={"student_init": "random", "optimize_z": False, "ms_batched_in_force": ms_batched,
                                      "teacher": "stratified aggregation" if p["aggregation"] == "sa"

@@ -28,10 +28,11 @@ def _run(args) -> None:
     metrics = {m: read_json(require_input(paths.results / "metrics" / f"{m}.json", f"evaluate@{m}")) for m in methods}
     clients = read_json(require_input(paths.results / "clients.json", "train_clients"))
     spec, profile = cfg["dataset"], cfg["profile"]
+    scheme_params = PARTITIONS.get(cfg["partition"]).params
     setting = (f"{spec.name}, {cfg['partition']}"
-               + (f" (alpha={cfg['alpha']})" if "alpha" in PARTITIONS.get(cfg["partition"]).params else "")
+               + (f" (alpha={cfg['alpha']})" if "alpha" in scheme_params else "")
                + (f" ({cfg['classes_per_client']} classes per client, {cfg['assignment']})"
-                  if "classes_per_client" in PARTITIONS.get(cfg["partition"]).params else "")
+                  if "classes_per_client" in scheme_params else "")
                + f", {cfg['clients']} clients, model {cfg['model']}, profile {profile.name}, seed {cfg['seed']}")
     df = pd.DataFrame(
         {"Final acc. (%)": [metrics[m]["acc_final"] for m in methods],

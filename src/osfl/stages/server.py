@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import shutil
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
-from ..data import load_prepared
+from ..data import DATASETS, load_prepared, prepare_dataset
 from ..errors import ConfigError
 from ..methods import METHODS, ServerContext
 from ..runtime import derive_seed, device_info, get_device, save_state_dict, seed_everything, write_json
@@ -34,18 +35,13 @@ def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tenso
 
     Capped like the main training set under the profile (a seeded subset).
     """
-    from pathlib import Path
-
-    from ..data import get_spec, prepare_dataset
-    from ..errors import DataUnavailableError
-
     key = "server.feddf.aux_data"
-    get_spec(name)
+    DATASETS.get(name, key=key)
     folder = Path(paths.prepared).parent / name
     if not (folder / "meta.json").exists():
         try:
             prepare_dataset(name, folder, mirror=cfg["mirror"])
-        except (DataUnavailableError, ConfigError) as e:
+        except ConfigError as e:  # includes DataUnavailableError
             raise ConfigError(key, f"{name} cannot be loaded ({e}); pick another dataset or 'generator'") from None
     data = load_prepared(folder)
     idx = subset(len(data.x_train), cfg["profile"].max_train, derive_seed(cfg["seed"], "aux", name))
