@@ -25,6 +25,7 @@ test: install
 bench: install
 	$(BIN)/python benchmarks/bench_local_training.py
 	$(BIN)/python benchmarks/bench_generator.py
+	$(BIN)/python benchmarks/bench_fedhydra_run.py
 
 dag: install
 	dvc dag --md

@@ -140,6 +140,9 @@ def validate_main(params: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError("methods", f"lists a method twice: {methods}")
     local = LocalTraining.from_params(require(params, "local"))
     mirror = (params.get("data") or {}).get("mirror") or None
+    from .accel import Accel
+
+    runtime = Accel.from_params(params.get("runtime"))
     return {
         "profile": profile,
         "seed": seed,
@@ -153,4 +156,5 @@ def validate_main(params: Mapping[str, Any]) -> dict[str, Any]:
         "methods": methods,
         "local": local,
         "mirror": Path(mirror) if mirror else None,
+        "runtime": runtime,
     }

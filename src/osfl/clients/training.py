@@ -13,6 +13,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from ..accel import Accel
 from ..evaluation import to_float
 from .augment import augment_batch
 
@@ -41,13 +42,18 @@ def train_classifier(
     eval_fn: Callable[[torch.nn.Module], float] | None = None,
     eval_every: int = 0,
     on_epoch: Callable[[int, float], None] | None = None,
+    accel: Accel | None = None,
 ) -> TrainResult:
     """SGD + cross-entropy for ``epochs`` passes over (x_u8, y); all tensors on the model's device.
 
     The order of samples is a fresh permutation per epoch from ``gen`` (a CPU generator); the last batch may be
     smaller (no drop_last, as in DENSE's DataLoader). ``eval_fn(model)`` is called every ``eval_every`` epochs
-    and after the last epoch when ``eval_every > 0``.
+    and after the last epoch when ``eval_every > 0``. ``accel`` (:class:`osfl.accel.Accel`) switches on bf16
+    autocast for the forward pass and loss, and channels-last input batches on CUDA (the caller converts the
+    model, see :func:`prepare_model`).
     """
+    accel = accel or Accel()
+    channels_last = accel.channels_last and x_u8.device.type == "cuda"
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
     n = len(y)
     steps, seen, loss_val = 0, 0, float("nan")
@@ -59,7 +65,10 @@ def train_classifier(
         for i in range(0, n, batch_size):
             idx = perm[i : i + batch_size]
             xb = augment_batch(to_float(x_u8[idx]), augment, gen)
-            loss = F.cross_entropy(model(xb), y[idx])
+            if channels_last:
+                xb = xb.contiguous(memory_format=torch.channels_last)
+            with accel.autocast(xb.device):
+                loss = F.cross_entropy(model(xb), y[idx])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -75,3 +84,16 @@ def train_classifier(
             on_epoch(epoch, loss_val)
     model.eval()
     return TrainResult(epochs, steps, seen, loss_val, curve)
+
+
+def prepare_model(model: torch.nn.Module, accel: Accel, device: torch.device) -> torch.nn.Module:
+    """The module to train: channels-last on CUDA and/or ``torch.compile`` as ``accel`` asks.
+
+    The returned module shares parameters with ``model``; save ``model.state_dict()`` (a compiled module's keys
+    carry a prefix).
+    """
+    if accel.channels_last and device.type == "cuda":
+        model = model.to(memory_format=torch.channels_last)
+    if accel.compile:
+        return torch.compile(model)
+    return model

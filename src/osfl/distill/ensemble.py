@@ -34,13 +34,8 @@ import torch
 import torch.nn as nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from ..models import architecture_key
 from .bn_hooks import BNStatHooks, bn_layers, bn_stat_loss
-
-
-def _signature(model: nn.Module):
-    tensors = list(model.named_parameters()) + list(model.named_buffers())
-    return (type(model), repr(model),
-            tuple((n, tuple(t.shape), t.dtype, str(t.device)) for n, t in tensors))
 
 
 class _Group:
@@ -109,7 +104,7 @@ class BatchedEnsemble:
         self.batched = batched
         groups: dict = {}
         for i, m in enumerate(self.models):
-            groups.setdefault(_signature(m) if batched else i, []).append(i)
+            groups.setdefault(architecture_key(m) if batched else i, []).append(i)
         self._groups: list[tuple[list[int], _Group | None]] = [
             (idx, _Group([self.models[i] for i in idx], chunk_size) if len(idx) > 1 else None)
             for idx in groups.values()]

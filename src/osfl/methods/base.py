@@ -20,6 +20,7 @@ import torch
 
 from ..clients.upload import ClientUpload
 from ..config import Profile, scaled, scaled_epochs
+from ..distill import BatchedEnsemble
 from ..errors import ConfigError
 from ..evaluation import Predictor, accuracy
 
@@ -39,6 +40,8 @@ class ServerContext:
     dataset: str = ""  # registry name of the main dataset
     # name -> unlabeled uint8 training images of another dataset on the device (FedDF's auxiliary data)
     aux_loader: Callable[[str], torch.Tensor] | None = None
+    # False runs every teacher ensemble as a Python loop over the clients (the reference path of the benchmarks)
+    batched_ensemble: bool = True
 
     def load_aux(self, name: str, key: str) -> torch.Tensor:
         """Unlabeled images of dataset ``name``; ``key`` names the parameter that chose it (for errors)."""
@@ -52,6 +55,10 @@ class ServerContext:
 
     def evaluate(self, predict: Predictor | torch.nn.Module) -> float:
         return accuracy(predict, self.x_test, self.y_test)
+
+    def teacher(self, models, weights=None):
+        """The client models as one teacher ensemble (one vmapped call per architecture unless turned off)."""
+        return BatchedEnsemble(models, weights, batched=self.batched_ensemble)
 
     def client_sizes(self) -> list[int]:
         return [u.n_samples for u in self.uploads]

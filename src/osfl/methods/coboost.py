@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from ..distill import (BatchedEnsemble, BestBatch, SyntheticPool, adversarial_loss, frozen_forward, hard_sample_ce,
+from ..distill import (BestBatch, SyntheticPool, adversarial_loss, frozen_forward, hard_sample_ce,
                        kd_step, make_generator, restart_synthesis)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
@@ -55,7 +55,7 @@ class CoBoosting(ServerMethod):
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)
         dev, m = ctx.device, len(ctx.uploads)
-        teacher = BatchedEnsemble(ctx.client_models())
+        teacher = ctx.teacher(ctx.client_models())
         w = torch.full((m,), 1.0 / m, device=dev)
         student = ctx.make_global()
         opt = torch.optim.SGD(student.parameters(), lr=p["lr"], momentum=p["momentum"],

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from ..clients.augment import augment_batch
-from ..distill import (BatchedEnsemble, BestBatch, SyntheticPool, adversarial_loss, frozen_forward, kd_step,
+from ..distill import (BestBatch, SyntheticPool, adversarial_loss, frozen_forward, kd_step,
                        make_generator, restart_synthesis)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, client_weights, track_epochs
@@ -50,7 +50,7 @@ class Dense(ServerMethod):
         p = self.resolved(ctx.profile)
         dev, shape = ctx.device, ctx.input_shape
         kd_aug = p["kd_augment"] if p["kd_augment"] != "auto" else ("crop_flip" if shape[0] == 3 else "flip")
-        teacher = BatchedEnsemble(ctx.client_models(), client_weights(ctx, p["weighting"]))
+        teacher = ctx.teacher(ctx.client_models(), client_weights(ctx, p["weighting"]))
         student = ctx.make_global()
         opt = torch.optim.SGD(student.parameters(), lr=p["lr"], momentum=p["momentum"])
         gen = make_generator(shape, p["nz"], p["ngf"], dev)

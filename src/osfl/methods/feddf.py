@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..distill import BatchedEnsemble, generator_adam, kd_step, make_generator
+from ..distill import generator_adam, kd_step, make_generator
 from ..errors import ConfigError
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, client_weights, track_epochs
@@ -59,7 +59,7 @@ class FedDF(ServerMethod):
         if aux == ctx.dataset:
             raise ConfigError("server.feddf.aux_data", f"{aux} is the clients' own dataset; FedDF distils on another one")
         models = ctx.client_models()
-        teacher = BatchedEnsemble(models)  # AE: plain average of client logits
+        teacher = ctx.teacher(models)  # AE: plain average of client logits
         student = ctx.make_global()
         if p["init"] == "fedavg":
             student.load_state_dict(average_state_dicts([m.state_dict() for m in models],

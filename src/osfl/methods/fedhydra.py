@@ -41,7 +41,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, vmap
 from tqdm.auto import tqdm
 
-from ..distill import (BatchedEnsemble, BestBatch, SyntheticPool, adversarial_loss, frozen_forward, generator_adam,
+from ..distill import (BestBatch, SyntheticPool, adversarial_loss, frozen_forward, generator_adam,
                        kd_step, make_generator, reset_generator, stratified_aggregate)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
@@ -167,7 +167,7 @@ class FedHydra(ServerMethod):
         p = self.resolved(ctx.profile)
         dev, c = ctx.device, ctx.num_classes
         models = ctx.client_models()
-        ens = BatchedEnsemble(models)
+        ens = ctx.teacher(models)
         extras: dict = {}
         ms_batched = p["ms_batched"] if p["ms_batched"] != "auto" else dev.type == "cuda"
         if p["aggregation"] == "sa":

@@ -54,6 +54,13 @@ def resolve_model_name(name: str, shape: Shape, key: str = "model") -> str:
     return name
 
 
+def architecture_key(model: nn.Module) -> tuple:
+    """Models with equal keys can share one ``torch.func`` stacked state (same class, layers, shapes, device)."""
+    tensors = list(model.named_parameters()) + list(model.named_buffers())
+    return (type(model), repr(model),
+            tuple((n, tuple(t.shape), t.dtype, str(t.device)) for n, t in tensors))
+
+
 def count_parameters(model: nn.Module) -> int:
     """Trainable parameters (BatchNorm running statistics are buffers and not counted)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

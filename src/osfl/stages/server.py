@@ -63,8 +63,10 @@ def _run(args) -> None:
                         seed=seed, profile=profile, progress=not args.no_progress, dataset=spec.name,
                         aux_loader=lambda name: aux_images(name, paths, cfg, device))
     seed_everything(derive_seed(seed, "server", args.method))
+    accel = cfg["runtime"]
     t0 = time.perf_counter()
-    result = method.run(ctx)
+    with accel.autocast(device):
+        result = method.run(ctx)
     seconds = time.perf_counter() - t0
 
     out = paths.global_model(args.method)
@@ -76,7 +78,7 @@ def _run(args) -> None:
         "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
         "choices": {**method.resolved(profile), **result.choices},
         "curve": result.curve, "members": result.members, "weights": result.weights, "extras": result.extras,
-        "clients_dir": str(paths.clients), "seconds": seconds, "runtime": device_info(device),
+        "clients_dir": str(paths.clients), "seconds": seconds, "runtime": {**device_info(device), **accel.in_force(device)},
     }
     if result.kind == "classifier":
         save_state_dict(result.model.state_dict(), out / "model.pt")

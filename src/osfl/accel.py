@@ -1,0 +1,71 @@
+"""Execution switches (``runtime:`` in params.yaml): how a run is computed, not what it computes.
+
+None of these is a hyper-parameter of a paper. ``batched_clients`` gives the same numbers as the sequential path
+within float tolerance (``tests/test_batched_training.py``); ``precision``, ``channels_last`` and ``compile`` are
+CUDA speed switches that are OFF by default until they are measured not to move results beyond noise on a GPU.
+The values in force are recorded with every result (client manifests, server manifests).
+
+* ``batched_clients``: ``auto`` | ``true`` | ``false``. Clients of one architecture train as one ``vmap``-batched
+  model (:mod:`osfl.clients.batched`). ``auto`` = on for CUDA, off on the CPU (on a 2-core CPU the batched
+  path is faster for the 2-layer CNN but slower for the 3-layer CNNs: ``benchmarks/bench_local_training.py``).
+* ``precision``: ``fp32`` | ``bf16``. bf16 autocast around forward passes and losses (local training and the server
+  methods); the optimiser state stays float32.
+* ``channels_last``: channels-last memory format for the sequential client path on CUDA.
+* ``compile``: ``torch.compile`` the model of the sequential client path.
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
+
+import torch
+
+from .errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Accel:
+    batched_clients: str | bool = "auto"
+    precision: str = "fp32"
+    channels_last: bool = False
+    compile: bool = False
+
+    PRECISIONS = ("fp32", "bf16")
+
+    @classmethod
+    def from_params(cls, runtime: Mapping[str, Any] | None) -> "Accel":
+        runtime = runtime or {}
+        if not isinstance(runtime, Mapping):
+            raise ConfigError("runtime", "must be a mapping (batched_clients, precision, channels_last, compile)")
+        known = {"batched_clients", "precision", "channels_last", "compile"}
+        for key in runtime:
+            if key not in known:
+                raise ConfigError(f"runtime.{key}", f"unknown key; allowed: {', '.join(sorted(known))}")
+        out = cls(**{k: runtime[k] for k in known if k in runtime})
+        if not (out.batched_clients == "auto" or isinstance(out.batched_clients, bool)):
+            raise ConfigError("runtime.batched_clients",
+                              f"unknown value {out.batched_clients!r}; allowed: auto, true, false")
+        if out.precision not in cls.PRECISIONS:
+            raise ConfigError("runtime.precision",
+                              f"unknown value {out.precision!r}; allowed: {', '.join(cls.PRECISIONS)}")
+        for key in ("channels_last", "compile"):
+            if not isinstance(getattr(out, key), bool):
+                raise ConfigError(f"runtime.{key}", f"must be true or false, got {getattr(out, key)!r}")
+        return out
+
+    def batched(self, device: torch.device) -> bool:
+        if self.batched_clients == "auto":
+            return device.type == "cuda"
+        return bool(self.batched_clients)
+
+    def autocast(self, device: torch.device):
+        """A context for forward passes: bf16 autocast when ``precision: bf16``, else a no-op."""
+        if self.precision == "bf16":
+            return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def in_force(self, device: torch.device) -> dict[str, Any]:
+        """What was actually used on ``device`` (recorded with results)."""
+        return {**asdict(self), "batched_clients_in_force": self.batched(device),
+                "channels_last_in_force": self.channels_last and device.type == "cuda"}

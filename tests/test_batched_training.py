@@ -1,0 +1,137 @@
+"""Batched client training (one vmap model for many clients) equals training them one by one."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from osfl.accel import Accel
+from osfl.clients.batched import train_classifiers_batched, train_clients
+from osfl.clients.training import train_classifier
+from osfl.errors import ConfigError
+from osfl.evaluation import accuracy
+from osfl.models import build_model
+
+HP = dict(batch_size=32, lr=0.01, momentum=0.9, weight_decay=1e-4)
+
+
+def make_clients(arch, shape, sizes, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    data = [(torch.randint(0, 256, (n, *shape), dtype=torch.uint8, generator=g),
+             torch.randint(0, 10, (n,), generator=g)) for n in sizes]
+    torch.manual_seed(seed)
+    init = build_model(arch, shape, 10).state_dict()
+
+    def models():
+        out = []
+        for _ in sizes:
+            m = build_model(arch, shape, 10)
+            m.load_state_dict(init)
+            out.append(m)
+        return out
+
+    return data, models
+
+
+def gens(n, seed=0):
+    return [torch.Generator().manual_seed(seed + k) for k in range(n)]
+
+
+def max_state_diff(a: torch.nn.Module, b: torch.nn.Module) -> float:
+    sa, sb = a.state_dict(), b.state_dict()
+    assert sa.keys() == sb.keys()
+    return max((sa[k].double() - sb[k].double()).abs().max().item() for k in sa)
+
+
+@pytest.mark.parametrize("arch,shape,augment,sizes,epochs", [
+    # unequal sizes: a partial last batch (70, 45), a client smaller than one batch (20), BN in cnn2
+    ("cnn2", (1, 28, 28), "none", (64, 70, 20, 45, 96), 2),
+    # crop + flip augmentation draws from each client's generator; no BN
+    ("cnn3", (3, 32, 32), "crop_flip", (40, 33, 20), 1),
+])
+def test_batched_equals_sequential(arch, shape, augment, sizes, epochs):
+    data, models = make_clients(arch, shape, sizes)
+    x_test, y_test = data[0]
+    seq = models()
+    res_seq = [train_classifier(m, x, y, epochs=epochs, augment=augment, gen=g, **HP,
+                                eval_fn=lambda mm: accuracy(mm, x_test, y_test), eval_every=1)
+               for m, (x, y), g in zip(seq, data, gens(len(sizes)))]
+    bat = models()
+    calls = []
+    res_bat = train_classifiers_batched(bat, data, gens(len(sizes)), epochs=epochs, augment=augment, **HP,
+                                        eval_fn=lambda mm: accuracy(mm, x_test, y_test), eval_every=1,
+                                        on_epoch=lambda k, e, loss: calls.append((k, e)))
+    assert len(calls) == epochs * len(sizes)
+    for k in range(len(sizes)):
+        assert max_state_diff(seq[k], bat[k]) < 1e-4, k  # parameters and BN running statistics
+        assert res_bat[k].steps == res_seq[k].steps and res_bat[k].samples_seen == res_seq[k].samples_seen
+        assert res_bat[k].final_loss == pytest.approx(res_seq[k].final_loss, abs=1e-4)
+        assert [c["epoch"] for c in res_bat[k].curve] == [c["epoch"] for c in res_seq[k].curve]
+        for cb, cs in zip(res_bat[k].curve, res_seq[k].curve):
+            assert cb["test_acc"] == pytest.approx(cs["test_acc"], abs=1.0)  # one flipped prediction at most
+    assert not bat[0].training  # left in eval mode like the sequential path
+    # the clients really trained (different data -> different weights)
+    assert max_state_diff(bat[0], bat[1]) > 1e-3
+
+
+def test_batched_without_momentum_or_weight_decay():
+    data, models = make_clients("cnn2", (1, 28, 28), (40, 50))
+    hp = dict(batch_size=16, lr=0.05, momentum=0.0, weight_decay=0.0, augment="none", epochs=1)
+    seq = models()
+    for m, (x, y), g in zip(seq, data, gens(2)):
+        train_classifier(m, x, y, gen=g, **hp)
+    bat = models()
+    train_classifiers_batched(bat, data, gens(2), **hp)
+    assert all(max_state_diff(a, b) < 1e-4 for a, b in zip(seq, bat))
+
+
+def test_mixed_architectures_group_by_architecture():
+    """Three cnn2 clients train as one batch, a LeNet-5 client alone; all equal their sequential runs."""
+    shape = (1, 28, 28)
+    data, cnn_models = make_clients("cnn2", shape, (30, 41, 25, 37))
+    torch.manual_seed(5)
+    lenet_init = build_model("lenet5", shape, 10).state_dict()
+
+    def mixed():
+        ms = cnn_models()
+        ms[2] = build_model("lenet5", shape, 10)
+        ms[2].load_state_dict(lenet_init)
+        return ms
+
+    hp = dict(epochs=1, augment="none", **HP)
+    seq = mixed()
+    for m, (x, y), g in zip(seq, data, gens(4)):
+        train_classifier(m, x, y, gen=g, **hp)
+    bat = mixed()
+    seen = []
+    results, seconds = train_clients(bat, data, gens(4), batched=True, **hp,
+                                     on_epoch=lambda k, e, loss: seen.append(k))
+    assert sorted(seen) == [0, 1, 2, 3] and len(results) == 4 and all(s >= 0 for s in seconds)
+    assert all(max_state_diff(a, b) < 1e-4 for a, b in zip(seq, bat))
+
+
+def test_bf16_autocast_trains_close_to_fp32():
+    data, models = make_clients("cnn2", (1, 28, 28), (64, 64))
+    hp = dict(epochs=1, augment="none", **HP)
+    fp32 = train_classifiers_batched(models(), data, gens(2), **hp)
+    bf16 = train_classifiers_batched(models(), data, gens(2), accel=Accel(precision="bf16"), **hp)
+    for a, b in zip(fp32, bf16):
+        assert a.final_loss == pytest.approx(b.final_loss, rel=0.05)
+        assert a.final_loss != b.final_loss  # autocast really changed the arithmetic
+
+
+@pytest.mark.parametrize("runtime,message", [
+    ({"batched_clients": "on"}, "runtime.batched_clients: unknown value 'on'; allowed: auto, true, false"),
+    ({"precision": "fp16"}, "runtime.precision: unknown value 'fp16'; allowed: fp32, bf16"),
+    ({"compile": "yes"}, "runtime.compile: must be true or false, got 'yes'"),
+    ({"amp": "bf16"}, "runtime.amp: unknown key; allowed: batched_clients, channels_last, compile, precision"),
+])
+def test_runtime_errors_are_one_line(runtime, message):
+    with pytest.raises(ConfigError) as e:
+        Accel.from_params(runtime)
+    assert str(e.value) == message
+
+
+def test_auto_batches_on_cuda_only():
+    a = Accel()
+    assert not a.batched(torch.device("cpu")) and a.batched(torch.device("cuda"))
+    assert Accel(batched_clients=True).batched(torch.device("cpu"))

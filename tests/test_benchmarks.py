@@ -1,0 +1,39 @@
+"""The benchmark scripts run in CI-sized form (no timing is checked: they print ratios, the numbers are the
+machine's). What is checked is that both paths of each benchmark ran and did the same work."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def bench(name: str, tmp_path: Path, *args: str) -> dict:
+    out = tmp_path / f"{name}.json"
+    p = subprocess.run([sys.executable, f"benchmarks/{name}.py", *args, "--out", str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "x" in p.stdout  # the printed ratio
+    return json.loads(out.read_text())["results"][0]
+
+
+def test_local_training_benchmark(tmp_path):
+    row = bench("bench_local_training", tmp_path, "--samples", "400", "--epochs", "1", "--batch", "64")
+    assert row["ratio"] > 0 and row["batched_ratio"] > 0
+    assert sum(row["client_sizes"]) <= 400 + 10 * row["clients"]
+    assert row["max_param_diff"] < 1e-3  # one short epoch: batched = one by one up to rounding
+
+
+def test_generator_benchmark(tmp_path):
+    row = bench("bench_generator", tmp_path, "--steps", "1", "--batch", "8", "--ngf", "8", "--nz", "16")
+    assert row["first_loss_looped"] == pytest.approx(row["first_loss_batched"], rel=1e-4)
+
+
+def test_fedhydra_run_benchmark(tmp_path):
+    row = bench("bench_fedhydra_run", tmp_path, "--g-steps", "2", "--ms-steps", "2")
+    for path in ("reference", "fast"):
+        assert row[path]["local_s"] > 0 and row[path]["server_s"] > 0
+        assert 0 <= row[path]["final_acc"] <= 100
+    assert set(row["speedup"]) == {"local_s", "server_s", "total_s"}
