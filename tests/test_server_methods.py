@@ -149,7 +149,12 @@ def test_fedhydra_ablation_switches(tmp_path):
     ctx = make_ctx(tmp_path)
     res = METHODS.get("fedhydra")(**TINY["fedhydra"], aggregation="ae", distill_data="pool",
                                   generator_reset="epoch", sa_scale="classes", ad_mask=True).run(ctx)
-    assert res.extras == {} and len(res.curve) == 2  # AE skips model stratification
+    assert "U_r" not in res.extras and len(res.curve) == 2  # AE skips model stratification
+    samples = res.extras["synthetic_samples"]  # Fig. 12: a few images of the last synthetic batch, 2 per label
+    assert samples["shape"] == list(SHAPE) and len(samples["images_u8"]) == len(samples["labels"]) > 0
+    assert all(samples["labels"].count(k) <= 2 for k in range(10))
+    assert 0 <= min(map(min, sum(sum(samples["images_u8"], []), []))) <= max(
+        map(max, sum(sum(samples["images_u8"], []), []))) <= 255
     assert res.choices["teacher"].startswith("averaging ensemble")
 
 

@@ -85,10 +85,14 @@ def get_spec(name: str) -> DatasetSpec:
     return DATASETS.get(name)
 
 
-def _check_arrays(spec: DatasetSpec, data: ArrayData) -> None:
-    """Raise ConfigError unless ``data`` has exactly the dtypes, shapes, sizes and label range of ``spec``."""
+def _check_arrays(spec: DatasetSpec, data: ArrayData, sizes: tuple[int, int] | None = None) -> None:
+    """Raise ConfigError unless ``data`` has exactly the dtypes, shapes, sizes and label range of ``spec``.
+
+    ``sizes`` replaces the spec's (n_train, n_test) for stand-in arrays.
+    """
     problems: list[str] = []
-    for split, expected_n in (("train", spec.n_train), ("test", spec.n_test)):
+    n_train, n_test = sizes or (spec.n_train, spec.n_test)
+    for split, expected_n in (("train", n_train), ("test", n_test)):
         x: np.ndarray = getattr(data, f"x_{split}")
         y: np.ndarray = getattr(data, f"y_{split}")
         if x.dtype != np.uint8:
@@ -123,16 +127,32 @@ def prepare_dataset(
     out_dir: Path,
     mirror: Path | None = None,
     download_root: Path = Path("data/raw"),
+    stand_in: tuple[int, int] | None = None,
 ) -> Path:
     """Load dataset ``name`` (from ``mirror``, a system mirror or a download) and write it to ``out_dir``.
 
     Writes the four ``.npy`` arrays and ``meta.json``; returns ``out_dir``. The arrays are loaded and checked
     before anything is written, and the files are first written into a temporary folder next to
     ``out_dir``, so a failure leaves no partial files in ``out_dir``.
+
+    ``stand_in=(n_train, n_test)`` (smoke profile only): when the dataset cannot be obtained, generated
+    stand-in arrays of that size are written instead (:mod:`osfl.data.stand_in`), and meta.json says so.
     """
+    from ..errors import DataUnavailableError
+
     spec = get_spec(name)
-    data = spec.loader(Path(mirror) if mirror is not None else None, Path(download_root))
-    _check_arrays(spec, data)
+    is_stand_in = False
+    try:
+        data = spec.loader(Path(mirror) if mirror is not None else None, Path(download_root))
+    except DataUnavailableError as e:
+        if stand_in is None:
+            raise
+        from .stand_in import stand_in_arrays
+
+        print(f"{spec.name}: not available ({e}); writing generated stand-in arrays", file=sys.stderr)
+        data = stand_in_arrays(spec, *stand_in)
+        is_stand_in = True
+    _check_arrays(spec, data, stand_in if is_stand_in else None)
 
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -156,6 +176,7 @@ def prepare_dataset(
             # mirror folder must give a byte-identical output, or DVC would retrain everything downstream
             "source": data.source.split(" ")[0] if data.source else "",
             "sha256": digests,
+            "stand_in": is_stand_in,
         }
         (staging / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
         print(f"{spec.name}: read from {data.source or 'its loader'}", file=sys.stderr)

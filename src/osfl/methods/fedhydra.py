@@ -193,6 +193,7 @@ class FedHydra(ServerMethod):
         opt_g = generator_adam(gen.parameters(), p["lr_g"])
         pool = SyntheticPool()
         b = p["synthesis_batch"]
+        last: dict = {}  # the last epoch's final synthetic batch (Fig. 12 shows a few of its images)
 
         def pooled():
             for x, yb in pool.batches(b, gen=pool_rng, device=dev):
@@ -228,6 +229,7 @@ class FedHydra(ServerMethod):
                 opt_g.zero_grad(set_to_none=True)
                 loss.backward()
                 opt_g.step()
+            last.update(x=inter[-1][0], y=y)
             if p["distill_data"] == "intermediates":
                 batches = inter
             else:
@@ -238,7 +240,16 @@ class FedHydra(ServerMethod):
             return student, {"gen_loss": best.loss}
 
         curve = track_epochs(ctx, p["epochs"], epoch, desc="fedhydra")
+        if last:
+            extras["synthetic_samples"] = synthetic_samples(last["x"], last["y"], c)
         return ServerResult("classifier", model=student.eval(), curve=curve, extras=extras,
                             choices={"student_init": "random", "optimize_z": False, "ms_batched_in_force": ms_batched,
                                      "teacher": "stratified aggregation" if p["aggregation"] == "sa"
                                      else "averaging ensemble (Fig. 7 ablation)"})
+
+
+def synthetic_samples(x: torch.Tensor, y: torch.Tensor, num_classes: int, per_class: int = 2) -> dict:
+    """Up to ``per_class`` images per assigned label of a synthetic batch, as uint8 lists (JSON-ready)."""
+    keep = torch.cat([torch.nonzero(y == k).flatten()[:per_class] for k in range(num_classes)]).cpu()
+    images = (x.detach().float().clamp(0, 1)[keep.to(x.device)] * 255).round().to(torch.uint8).cpu()
+    return {"labels": y.cpu()[keep].tolist(), "shape": list(images.shape[1:]), "images_u8": images.tolist()}

@@ -37,7 +37,7 @@ __all__ = [
 #: What a report's preamble needs for the tables that :func:`latex_table` writes. Hierarchical
 #: indexes are rendered without ``\multirow`` (``multirow_align="naive"``) so that ``multirow``,
 #: which Debian ships only in texlive-latex-extra, is not needed.
-REQUIRED_LATEX_PACKAGES: list[str] = ["booktabs"]
+REQUIRED_LATEX_PACKAGES: list[str] = ["booktabs", "graphicx"]  # graphicx: \resizebox for fit_width
 
 #: How a missing value is written: an em-dash in LaTeX source and in Unicode.
 LATEX_NA = "---"
@@ -134,6 +134,7 @@ def latex_table(
     column_format: str | None = None,
     notes: str | None = None,
     escape_text: bool = True,
+    fit_width: bool = False,
 ) -> str:
     r"""A booktabs ``table`` environment (``\toprule``/``\midrule``/``\bottomrule``), centred.
 
@@ -149,10 +150,14 @@ def latex_table(
         notes: a ``\footnotesize`` line under the table (parameters in force, the profile, ...);
             escaped unless ``escape_text`` is False.
         escape_text: escape ``caption`` and ``notes``; pass False to put LaTeX markup in them.
+        fit_width: scale the tabular down to the text width (``\resizebox``, package graphicx) when wider.
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"latex_table expects a pandas DataFrame, got {type(df).__name__}")
     fmt = _latex_cell_formatter(precision)
+    df = df.copy()  # the Styler escapes labels but not the axis names: escape them here
+    df.index.names = [escape_latex(n) if isinstance(n, str) else n for n in df.index.names]
+    df.columns.names = [escape_latex(n) if isinstance(n, str) else n for n in df.columns.names]
     styler = df.style.format(fmt, escape="latex", na_rep=LATEX_NA)
     styler = styler.format_index(fmt, axis=0, escape="latex", na_rep=LATEX_NA)
     styler = styler.format_index(fmt, axis=1, escape="latex", na_rep=LATEX_NA)
@@ -171,6 +176,10 @@ def latex_table(
         multirow_align="naive",
         multicol_align="c",
     )
+    if fit_width:
+        start, end = latex.index("\\begin{tabular}"), latex.index("\\end{tabular}") + len("\\end{tabular}")
+        latex = (latex[:start] + "\\resizebox{\\ifdim\\width>\\linewidth\\linewidth\\else\\width\\fi}{!}{%\n"
+                 + latex[start:end] + "}" + latex[end:])
     if notes:
         note = escape_latex(notes) if escape_text else notes
         end = "\\end{table}"

@@ -17,14 +17,16 @@ from ..errors import ConfigError
 
 @dataclass(frozen=True)
 class ExperimentPaths:
-    """Where an experiment's artifacts live. ``name`` is ``main`` for the main experiment."""
+    """Where an experiment's artifacts live. ``name`` is ``main`` for the main experiment; a paper pipeline
+    uses ``<paper>/<run>`` (e.g. ``fedhydra/fmnist-dir0.5``) and its own ``data_root``."""
 
     name: str
     dataset: str
+    data_root: str = "data/prepared"
 
     @property
     def prepared(self) -> Path:
-        return Path("data/prepared") / self.dataset
+        return Path(self.data_root) / self.dataset
 
     @property
     def partition(self) -> Path:
@@ -50,8 +52,64 @@ def parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--params", default="params.yaml", help="parameters file (default: params.yaml)")
     p.add_argument("--experiment", default="main", help="experiment name: artifacts go under <kind>/<name>/")
+    p.add_argument("--data-root", default="data/prepared", help="folder of prepared datasets")
+    p.add_argument("--set", dest="overrides", action="extend", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="override a (dotted) key of the params file; VALUE is read as YAML (repeatable)")
+    p.add_argument("--split", default=None, metavar="NAME",
+                   help="partition shorthand: dir<alpha> (Dirichlet), <n>cc (n disjoint classes per client), iid")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return p
+
+
+def split_params(name: str) -> dict[str, Any]:
+    """The partition keys a split shorthand stands for (paper pipelines name their runs with these).
+
+    ``dir0.5`` = Dirichlet label skew α = 0.5; ``2cc`` = 2 disjoint classes per client (FedHydra's 2c/c: client
+    k gets all samples of classes 2k-2, 2k-1, SPEC §3.2); ``iid`` = uniform split.
+    """
+    import re
+
+    if name == "iid":
+        return {"partition": "iid"}
+    m = re.fullmatch(r"dir(\d+(?:\.\d+)?)", name)
+    if m:
+        return {"partition": "dirichlet", "alpha": float(m.group(1))}
+    m = re.fullmatch(r"(\d+)cc", name)
+    if m:
+        return {"partition": "classes_per_client", "classes_per_client": int(m.group(1)), "assignment": "disjoint"}
+    raise ConfigError("split", f"unknown split {name!r}; allowed: dir<alpha> (e.g. dir0.5), <n>cc (e.g. 2cc), iid")
+
+
+def apply_overrides(params: dict, overrides: list[str]) -> dict:
+    """``KEY=VALUE`` pairs into a copy of ``params`` (dotted keys reach into mappings; VALUE parsed as YAML)."""
+    import copy
+
+    import yaml
+
+    out = copy.deepcopy(params)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError("--set", f"expected KEY=VALUE, got {item!r}")
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[parts[-1]] = yaml.safe_load(raw)
+    return out
+
+
+def resolve_per_dataset(params: dict) -> dict:
+    """``model`` may map dataset names to architectures (a paper's per-dataset choice); pick this run's."""
+    model = params.get("model")
+    if isinstance(model, dict):
+        ds = params.get("dataset")
+        if ds not in model:
+            raise ConfigError("model", f"no architecture for dataset {ds!r}; the mapping has {', '.join(model)}")
+        params = {**params, "model": model[ds]}
+    return params
 
 
 def run_stage(fn: Callable[[argparse.Namespace], Any], p: argparse.ArgumentParser, argv=None) -> None:
@@ -68,8 +126,12 @@ def run_stage(fn: Callable[[argparse.Namespace], Any], p: argparse.ArgumentParse
 
 def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
     params = load_params(args.params)
+    if getattr(args, "split", None):
+        params = apply_overrides(params, [f"{k}={v}" for k, v in split_params(args.split).items()])
+    params = resolve_per_dataset(apply_overrides(params, getattr(args, "overrides", [])))
     cfg = validate_main(params)
-    return params, cfg, ExperimentPaths(args.experiment, cfg["dataset"].name)
+    return params, cfg, ExperimentPaths(args.experiment, cfg["dataset"].name, getattr(args, "data_root",
+                                                                                     "data/prepared"))
 
 
 def require_input(path: Path, stage: str) -> Path:
@@ -91,3 +153,10 @@ def test_tensors(data, profile: Profile, seed: int, device: torch.device) -> tup
     x = torch.from_numpy(np.ascontiguousarray(data.x_test[idx])).to(device)
     y = torch.from_numpy(np.ascontiguousarray(data.y_test[idx])).long().to(device)
     return x, y
+
+
+def stand_in_sizes(spec, profile: Profile) -> tuple[int, int] | None:
+    """(n_train, n_test) of stand-in arrays when ``profile`` allows them (smoke), else None (never substitute)."""
+    if not profile.stand_in_data:
+        return None
+    return (min(spec.n_train, profile.max_train or spec.n_train), min(spec.n_test, profile.max_test or spec.n_test))

@@ -17,6 +17,7 @@ from .common import load_config, parser, require_input, run_stage, test_tensors
 def main(argv=None) -> None:
     p = parser(__doc__)
     p.add_argument("--method", required=True)
+    p.add_argument("--tag", default="", help="the server stage's variant tag: reads and writes <method>-<tag>")
     run_stage(_run, p, argv)
 
 
@@ -45,23 +46,29 @@ def _run(args) -> None:
     device = get_device()
     data = load_prepared(require_input(paths.prepared, "prepare"))
     x_test, y_test = test_tensors(data, cfg["profile"], derive_seed(cfg["seed"], "test-subset"), device)
-    man, predict = load_predictor(require_input(paths.global_model(args.method), f"server@{args.method}"), device)
+    name = f"{args.method}-{args.tag}" if args.tag else args.method
+    man, predict = load_predictor(require_input(paths.global_model(name), f"server@{name}"), device)
     final = accuracy(predict, x_test, y_test)
     curve = man["curve"]
     if curve and abs(curve[-1]["test_acc"] - final) > 1e-6:
-        raise RuntimeError(f"{args.method}: saved model gives {final:.4f}% but its last epoch recorded "
+        raise RuntimeError(f"{name}: saved model gives {final:.4f}% but its last epoch recorded "
                            f"{curve[-1]['test_acc']:.4f}%; the checkpoint does not match the curve")
-    metrics = {"method": args.method, **summarise(final, curve), "test_samples": int(len(y_test)),
+    stand_in = bool(read_json(paths.prepared / "meta.json").get("stand_in", False))
+    metrics = {"method": args.method, "tag": args.tag, **summarise(final, curve),
+               "test_samples": int(len(y_test)), "stand_in_data": stand_in,
                "choices": man["choices"], "server_seconds": round(man["seconds"], 3)}
-    write_json(paths.results / "metrics" / f"{args.method}.json", metrics)
-    curve_path = paths.results / "curves" / f"{args.method}.csv"
+    write_json(paths.results / "metrics" / f"{name}.json", metrics)
+    # what the method reports besides the model (FedHydra: MS weights, a few synthetic images) for figures
+    write_json(paths.results / "extras" / f"{name}.json", {"method": args.method, "tag": args.tag,
+                                                           "extras": man.get("extras") or {}})
+    curve_path = paths.results / "curves" / f"{name}.csv"
     curve_path.parent.mkdir(parents=True, exist_ok=True)
     with open(curve_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["epoch", "test_acc"])
         for c in curve or [{"epoch": 0, "test_acc": final}]:
             w.writerow([c["epoch"], f"{c['test_acc']:.4f}"])
-    print(f"{args.method}: final {final:.2f}%, best {metrics['acc_best']:.2f}%")
+    print(f"{name}: final {final:.2f}%, best {metrics['acc_best']:.2f}%")
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..data import prepare_dataset
-from .common import load_config, parser, run_stage
+from .common import load_config, parser, run_stage, stand_in_sizes
 
 
 def main(argv=None) -> None:
@@ -12,7 +12,8 @@ def main(argv=None) -> None:
 
 def _run(args) -> None:
     _, cfg, paths = load_config(args)
-    out = prepare_dataset(cfg["dataset"].name, paths.prepared, mirror=cfg["mirror"])
+    out = prepare_dataset(cfg["dataset"].name, paths.prepared, mirror=cfg["mirror"],
+                          stand_in=stand_in_sizes(cfg["dataset"], cfg["profile"]))
     print(f"prepared {cfg['dataset'].name} -> {out}")
 
 

@@ -9,16 +9,17 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
-from ..data import DATASETS, load_prepared, prepare_dataset
+from ..data import DATASETS, get_spec, load_prepared, prepare_dataset
 from ..errors import ConfigError
 from ..methods import METHODS, ServerContext
 from ..runtime import derive_seed, device_info, get_device, save_state_dict, seed_everything, write_json
-from .common import load_config, parser, require_input, run_stage, subset, test_tensors
+from .common import load_config, parser, require_input, run_stage, stand_in_sizes, subset, test_tensors
 
 
 def main(argv=None) -> None:
     p = parser(__doc__)
     p.add_argument("--method", required=True, help="server method (registry name)")
+    p.add_argument("--tag", default="", help="name a variant (its settings come with --set): written as <method>-<tag>")
     run_stage(_run, p, argv)
 
 
@@ -31,16 +32,16 @@ def method_params(params: dict, name: str) -> dict:
 
 
 def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tensor:
-    """Training images of another dataset (labels dropped), prepared on first use into data/prepared/<name>.
+    """Training images of another dataset (labels dropped), prepared on first use into data/aux/<name>.
 
     Capped like the main training set under the profile (a seeded subset).
     """
     key = "server.feddf.aux_data"
     DATASETS.get(name, key=key)
-    folder = Path(paths.prepared).parent / name
+    folder = Path(paths.data_root).parent / "aux" / name  # not a DVC output: it may share a name with one
     if not (folder / "meta.json").exists():
         try:
-            prepare_dataset(name, folder, mirror=cfg["mirror"])
+            prepare_dataset(name, folder, mirror=cfg["mirror"], stand_in=stand_in_sizes(get_spec(name), cfg["profile"]))
         except ConfigError as e:  # includes DataUnavailableError
             raise ConfigError(key, f"{name} cannot be loaded ({e}); pick another dataset or 'generator'") from None
     data = load_prepared(folder)
@@ -69,12 +70,14 @@ def _run(args) -> None:
         result = method.run(ctx)
     seconds = time.perf_counter() - t0
 
-    out = paths.global_model(args.method)
+    name = f"{args.method}-{args.tag}" if args.tag else args.method
+    out = paths.global_model(name)
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     manifest = {
-        "method": args.method, "kind": result.kind, "arch": cfg["model"], "input_shape": list(spec.shape),
+        "method": args.method, "tag": args.tag, "kind": result.kind, "arch": cfg["model"],
+        "input_shape": list(spec.shape),
         "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
         "choices": {**method.resolved(profile), **result.choices},
         "curve": result.curve, "members": result.members, "weights": result.weights, "extras": result.extras,
@@ -88,8 +91,8 @@ def _run(args) -> None:
     write_json(out / "manifest.json", manifest)
     if result.curve:
         accs = np.array([c["test_acc"] for c in result.curve])
-        print(f"{args.method}: final {accs[-1]:.2f}%, best {accs.max():.2f}% over {len(accs)} epochs")
-    print(f"{args.method}: {result.kind} written to {out} in {seconds:.1f} s")
+        print(f"{name}: final {accs[-1]:.2f}%, best {accs.max():.2f}% over {len(accs)} epochs")
+    print(f"{name}: {result.kind} written to {out} in {seconds:.1f} s")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,319 @@
+"""The FedHydra paper's published tables, and side-by-side comparisons with our numbers.
+
+Where the numbers live
+    ``papers/fedhydra/published/`` holds the paper's 18 tables as CSV files, transcribed exactly as
+    printed, and ``artifacts.yaml``, the index of every table and figure (id, caption, settings).
+    Both are copied unchanged from the paper notes, so nothing here reads outside the repository.
+    The index names each CSV as ``tables/<name>.csv``; the copies lie flat in the folder, and
+    :func:`load_artifacts` accepts either layout.
+
+Labels
+    :func:`load_published_table` keeps every row and column label as the string printed in the CSV
+    (``"FedAvg"``, ``"MNIST alpha=0.5"``, ``"T=1"``, ``"5"``): a row is addressed by its printed
+    label, never by a parsed number. The first CSV column is the row index. When its labels repeat
+    (Table 6 lists ``lambda_1`` and ``lambda_2`` in two columns, and ``lambda_1`` alone is not
+    unique), the following columns join the row key until the rows are unique: the label is the
+    printed values joined by ``", "`` (``"1.0, 0.5"``) and the index name the headers joined the
+    same way (``"lambda_1, lambda_2"``). All other columns are floats; a printed non-number
+    (``-``, an empty cell) is NaN.
+
+Comparisons
+    :func:`render_comparison` lays our numbers over a published table with the same rows and
+    columns. ``ours`` maps ``(row label, column label)`` to our number; a key that is absent, or a
+    value that is None/NaN, means "not run". Each cell reads ``ours / paper (Δ±d)`` with
+    Δ = ours − paper (:func:`osfl.reporting.tables.compare_table`); where ours is missing the cell
+    still shows the paper's number, ``— / paper (Δ—)``, and where the paper printed no number it is
+    ``ours / —``. A key naming a row or column that the table does not have raises
+    :class:`osfl.errors.ConfigError` with the allowed labels. The comparison is written as
+    ``<id>.tex`` (booktabs, via :func:`osfl.reporting.tables.latex_table`) and ``<id>.md``
+    (:func:`osfl.reporting.tables.markdown_table`); the caption is ``"<Table n> (paper) vs ours:
+    <paper's caption>"`` followed by the caller's note (e.g. the data and profile used).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import numbers
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from osfl.errors import ConfigError
+from osfl.reporting.tables import MARKDOWN_NA, compare_table, escape_latex, latex_table, markdown_table
+
+__all__ = [
+    "DEFAULT_ROOT",
+    "Artifact",
+    "get_artifact",
+    "load_artifacts",
+    "load_published_table",
+    "render_comparison",
+]
+
+#: Where the copies of the paper's tables and ``artifacts.yaml`` live, relative to the repository.
+DEFAULT_ROOT = "papers/fedhydra/published"
+
+_REPO_ROOT = Path(__file__).resolve().parents[3]
+
+#: How many labels an error message lists before it says how many more there are.
+_MAX_LISTED = 8
+
+#: Greek letters that appear in the paper's captions, and their LaTeX math names.
+_GREEK = {
+    "α": "alpha",
+    "β": "beta",
+    "γ": "gamma",
+    "δ": "delta",
+    "ε": "epsilon",
+    "λ": "lambda",
+    "μ": "mu",
+    "σ": "sigma",
+    "τ": "tau",
+}
+# a Greek letter, optionally with a subscript: "λ_1", "λ_{12}"
+_GREEK_RE = re.compile("([" + "".join(_GREEK) + r"])(?:_(\{[^}]*\}|\w))?")
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One table or figure of the paper, as indexed by ``artifacts.yaml``.
+
+    Attributes:
+        id: the index's id, e.g. ``"table01"``; also the stem of the files we write for it.
+        kind: ``"table"`` or ``"figure"``.
+        label: the paper's own label (first version's numbering), e.g. ``"Table 1"``.
+        caption: the paper's caption, as printed.
+        file: the transcribed CSV in the published folder, or None (figures).
+        meta: the artifact's raw entry from ``artifacts.yaml``.
+    """
+
+    id: str
+    kind: str
+    label: str
+    caption: str
+    file: Path | None
+    meta: dict = field(default_factory=dict, repr=False, compare=False)
+
+
+def _resolve_root(root) -> Path:
+    path = Path(root)
+    if path.is_absolute() or path.exists():
+        return path
+    fallback = _REPO_ROOT / path
+    return fallback if fallback.exists() else path
+
+
+def _resolve_file(root: Path, rel: str) -> Path:
+    """The index's ``tables/<name>.csv`` if it exists under ``root``, else the flat ``<name>.csv``."""
+    nested = root / rel
+    if nested.exists():
+        return nested
+    return root / Path(rel).name
+
+
+def _shorten(labels, limit: int = _MAX_LISTED) -> str:
+    labels = [repr(str(x)) for x in labels]
+    if len(labels) <= limit:
+        return ", ".join(labels)
+    return ", ".join(labels[:limit]) + f", ... (+{len(labels) - limit} more)"
+
+
+def _suggest(name: str, allowed) -> str:
+    close = difflib.get_close_matches(str(name), [str(a) for a in allowed], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def load_artifacts(root=DEFAULT_ROOT) -> list[Artifact]:
+    """Every table and figure listed in ``<root>/artifacts.yaml``, in the index's order.
+
+    A relative ``root`` is taken from the working directory, or else from the repository root.
+
+    Raises:
+        ConfigError: no readable ``artifacts.yaml`` under ``root``, or an entry without an id/kind.
+    """
+    root = _resolve_root(root)
+    index = root / "artifacts.yaml"
+    if not index.is_file():
+        raise ConfigError("published.root", f"no artifacts.yaml in {root}")
+    try:
+        doc = yaml.safe_load(index.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError("published.root", f"{index} is not valid YAML: {exc}".replace("\n", " ")) from exc
+    entries = doc.get("artifacts") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise ConfigError("published.root", f"{index} has no 'artifacts' list")
+    artifacts = []
+    for pos, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not entry.get("id") or entry.get("kind") not in ("table", "figure"):
+            raise ConfigError("published.artifacts", f"entry {pos} in {index} needs an id and kind table/figure")
+        rel = entry.get("file")
+        artifacts.append(
+            Artifact(
+                id=str(entry["id"]),
+                kind=str(entry["kind"]),
+                label=str(entry.get("id_v000") or entry["id"]),
+                caption=str(entry.get("caption") or ""),
+                file=_resolve_file(root, str(rel)) if rel else None,
+                meta=dict(entry),
+            )
+        )
+    return artifacts
+
+
+def get_artifact(artifact_id: str, root=DEFAULT_ROOT) -> Artifact:
+    """The artifact with id ``artifact_id`` (e.g. ``"table01"``).
+
+    Raises:
+        ConfigError: no artifact has that id; the message lists the ids.
+    """
+    artifacts = load_artifacts(root)
+    for artifact in artifacts:
+        if artifact.id == artifact_id:
+            return artifact
+    ids = [a.id for a in artifacts]
+    raise ConfigError(
+        "artifact", f"unknown id {artifact_id!r}{_suggest(artifact_id, ids)}; allowed: {_shorten(ids, 40)}"
+    )
+
+
+def load_published_table(artifact: Artifact) -> pd.DataFrame:
+    """The paper's numbers for a table artifact: string row/column labels as printed, float values.
+
+    See the module docstring for the row-key rule (Table 6) and for how non-numbers are read.
+
+    Raises:
+        ConfigError: the artifact is not a table, or its CSV is missing or has no value column.
+    """
+    if artifact.kind != "table" or artifact.file is None:
+        raise ConfigError("artifact", f"{artifact.id} is a {artifact.kind} without a published CSV")
+    if not artifact.file.is_file():
+        raise ConfigError("artifact", f"{artifact.id}: published CSV not found: {artifact.file}")
+    raw = pd.read_csv(artifact.file, dtype=str, keep_default_na=False, skipinitialspace=False)
+    raw.columns = [str(c) for c in raw.columns]
+    n_key = 1
+    while n_key < raw.shape[1] - 1 and raw.iloc[:, :n_key].duplicated().any():
+        n_key += 1
+    if raw.shape[1] <= n_key:
+        raise ConfigError("artifact", f"{artifact.id}: {artifact.file.name} has no value column")
+    key_cols = list(raw.columns[:n_key])
+    labels = raw[key_cols].apply(lambda r: ", ".join(v.strip() for v in r), axis=1)
+    values = raw.iloc[:, n_key:].apply(lambda col: pd.to_numeric(col.str.strip(), errors="coerce"))
+    df = values.astype(float)
+    df.index = pd.Index(list(labels), name=", ".join(key_cols), dtype=object)
+    df.columns = pd.Index(list(values.columns), dtype=object)
+    return df
+
+
+def _is_missing(value) -> bool:
+    if value is None or value is pd.NA:
+        return True
+    return isinstance(value, numbers.Real) and math.isnan(float(value))
+
+
+def _ours_frame(artifact: Artifact, paper: pd.DataFrame, ours: dict) -> pd.DataFrame:
+    frame = pd.DataFrame(float("nan"), index=paper.index.copy(), columns=paper.columns.copy(), dtype=float)
+    rows, cols = set(paper.index), set(paper.columns)
+    for key, value in ours.items():
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise ConfigError(f"{artifact.id}.ours", f"keys must be (row label, column label) pairs, got {key!r}")
+        row, col = key
+        if row not in rows:
+            raise ConfigError(
+                f"{artifact.id}.row",
+                f"{artifact.label} has no row {row!r}{_suggest(row, paper.index)}; "
+                f"allowed: {_shorten(paper.index)}",
+            )
+        if col not in cols:
+            raise ConfigError(
+                f"{artifact.id}.column",
+                f"{artifact.label} has no column {col!r}{_suggest(col, paper.columns)}; "
+                f"allowed: {_shorten(paper.columns)}",
+            )
+        if _is_missing(value):
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ConfigError(f"{artifact.id}.ours", f"value for ({row!r}, {col!r}) is not a number: {value!r}")
+        frame.loc[row, col] = float(value)
+    return frame
+
+
+def _latex_text(text: str) -> str:
+    """Escape ``text`` for LaTeX, with Greek letters (``α``, ``λ_1``) as math."""
+    out, pos = [], 0
+    for m in _GREEK_RE.finditer(text):
+        out.append(escape_latex(text[pos : m.start()]))
+        sub = m.group(2)
+        math_text = "\\" + _GREEK[m.group(1)]
+        if sub:
+            math_text += "_" + (sub if sub.startswith("{") else "{" + sub + "}")
+        out.append(f"${math_text}$")
+        pos = m.end()
+    out.append(escape_latex(text[pos:]))
+    return "".join(out)
+
+
+def render_comparison(
+    artifact: Artifact,
+    ours: dict[tuple[str, str], float],
+    out_dir: Path,
+    note: str = "",
+    *,
+    precision: int = 2,
+) -> list[Path]:
+    """Write ``<out_dir>/<id>.tex`` and ``<out_dir>/<id>.md``: our numbers next to the paper's.
+
+    Args:
+        artifact: a table artifact from :func:`load_artifacts`.
+        ours: ``{(row label, column label): our number}``; labels exactly as in
+            :func:`load_published_table`. Absent keys and None/NaN values are "not run".
+        out_dir: created if needed.
+        note: appended to the caption, e.g. ``"Stand-in data at smoke profile."``.
+        precision: decimals shown for every number and difference.
+
+    Returns:
+        ``[tex_path, md_path]``.
+
+    Raises:
+        ConfigError: a key names a row or column that the table lacks, or a value is not a number.
+    """
+    paper = load_published_table(artifact)
+    ours_df = _ours_frame(artifact, paper, ours)
+    cells = compare_table(ours_df, paper, precision=precision)
+    # compare_table leaves a bare "—" where ours is missing; keep the paper's number visible there.
+    for i in range(cells.shape[0]):
+        for j in range(cells.shape[1]):
+            p = paper.iat[i, j]
+            if _is_missing(ours_df.iat[i, j]) and not _is_missing(p):
+                cells.iat[i, j] = f"{MARKDOWN_NA} / {p:.{precision}f} (\u0394{MARKDOWN_NA})"
+
+    caption = f"{artifact.label} (paper) vs ours: {artifact.caption}".strip()
+    if note and note.strip():
+        caption += " " + note.strip()
+    legend = (
+        "Each cell: ours / paper (\u0394 = ours \u2212 paper); "
+        f"{MARKDOWN_NA} = not run or not reported."
+    )
+    column_format = "l" + "r" * cells.shape[1]
+    tex = latex_table(
+        cells,
+        _latex_text(caption),
+        f"tab:{artifact.id}-vs-paper",
+        precision=precision,
+        column_format=column_format,
+        notes=_latex_text(legend),
+        escape_text=False,
+        fit_width=True,
+    )
+    md = markdown_table(cells, precision=precision, caption=caption, notes=legend)
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tex_path = out_dir / f"{artifact.id}.tex"
+    md_path = out_dir / f"{artifact.id}.md"
+    tex_path.write_text(tex, encoding="utf-8", newline="\n")
+    md_path.write_text(md, encoding="utf-8", newline="\n")
+    return [tex_path, md_path]
