@@ -7,52 +7,34 @@ restores the trained models.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from helpers import copy_worktree, init_repo, sh
 
 pytestmark = pytest.mark.slow
-BIN = str(Path(sys.executable).parent)
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
 ALL_METHODS = ("fedavg", "ensemble", "ot", "feddf", "dense", "coboost", "fedhydra")
 TRAINED = ("feddf", "dense", "coboost", "fedhydra")  # methods that train a global model over epochs
 
 
-def sh(*args, cwd, check=True, env_extra=None) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), "OSFL_DEVICE": "cpu",
-           "DVC_NO_ANALYTICS": "1", "PYTHONPATH": ""}
-    env.update(env_extra or {})
-    p = subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
-    return p
-
-
 @pytest.fixture(scope="session")
 def smoke_repo(tmp_path_factory, repo_root):
-    """A git+DVC copy of the working tree with profile=smoke, after one full `dvc repro`."""
+    """A git+DVC copy of the working tree with profile=smoke, after one full `dvc repro` of dvc.yaml.
+
+    The repository also holds paper pipelines (papers/*/dvc.yaml); commands here name dvc.yaml where DVC
+    would otherwise look at every pipeline (status, push, pull).
+    """
     work = tmp_path_factory.mktemp("pipeline") / "repo"
-    files = sh("git", "ls-files", "-co", "--exclude-standard", cwd=repo_root).stdout.split()
-    for rel in files:
-        src = repo_root / rel
-        if src.is_file() and not rel.startswith(("results/", "reports/", "models/", "data/")):
-            (work / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, work / rel)
+    copy_worktree(repo_root, work)
     params = yaml.safe_load((work / "params.yaml").read_text())
     params["profile"] = "smoke"
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     remote = work.parent / "remote"
-    sh("git", "init", "-q", "-b", "main", cwd=work)
-    sh("git", "config", "user.email", "t@example.com", cwd=work)
-    sh("git", "config", "user.name", "test", cwd=work)
-    sh("dvc", "remote", "add", "-f", "-d", "--local", "testremote", str(remote), cwd=work)
-    sh("git", "add", "-A", cwd=work)
-    sh("git", "commit", "-q", "-m", "smoke copy", cwd=work)
+    init_repo(work, remote)
     out = sh("dvc", "repro", cwd=work)
     sh("git", "add", "-A", cwd=work)
     sh("git", "commit", "-q", "-m", "repro", cwd=work)
@@ -98,7 +80,7 @@ def test_second_repro_does_nothing(smoke_repo):
     work, _, _ = smoke_repo
     out = sh("dvc", "repro", cwd=work)
     assert "Running stage" not in out.stdout, out.stdout
-    status = sh("dvc", "status", "--json", cwd=work)
+    status = sh("dvc", "status", "--json", "dvc.yaml", cwd=work)
     assert json.loads(status.stdout or "{}") == {}
 
 
@@ -148,15 +130,15 @@ def test_fmnist_from_debian_offline(smoke_repo):
 
 def test_push_then_pull_into_fresh_clone(smoke_repo, tmp_path):
     work, remote, _ = smoke_repo
-    sh("dvc", "push", cwd=work)
-    sh("dvc", "push", "--run-cache", cwd=work)
+    sh("dvc", "push", "dvc.yaml", cwd=work)
+    sh("dvc", "push", "--run-cache", "dvc.yaml", cwd=work)
     clone = tmp_path / "clone"
     sh("git", "clone", "-q", str(work), str(clone), cwd=tmp_path)
     sh("dvc", "remote", "add", "-f", "-d", "--local", "testremote", str(remote), cwd=clone)
-    sh("dvc", "pull", cwd=clone)
+    sh("dvc", "pull", "dvc.yaml", cwd=clone)
     for f in sorted((work / "models" / "main").rglob("*.pt")):
         g = clone / f.relative_to(work)
         assert g.read_bytes() == f.read_bytes(), g
     assert (clone / "models" / "main" / "global" / "fedavg" / "model.pt").exists()
     # with everything pulled, nothing needs to run again
-    assert json.loads(sh("dvc", "status", "--json", cwd=clone).stdout or "{}") == {}
+    assert json.loads(sh("dvc", "status", "--json", "dvc.yaml", cwd=clone).stdout or "{}") == {}

@@ -3,10 +3,10 @@
 import csv
 import math
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import compile_latex
 
 from osfl.errors import ConfigError
 from osfl.reporting.published import (
@@ -17,7 +17,7 @@ from osfl.reporting.published import (
     load_published_table,
     render_comparison,
 )
-from osfl.reporting.tables import latex_document
+
 
 PUBLISHED = Path(DEFAULT_ROOT)
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "papers" / "fedhydra"
@@ -206,15 +206,4 @@ def test_generated_comparisons_compile_with_pdflatex(tables, tmp_path):
         note = "Stand-in data, smoke profile; 5% & more."
         tex, _ = render_comparison(tables[aid], ours, tmp_path / "out", note=note)
         bodies.append(tex.read_text(encoding="utf-8"))
-    (tmp_path / "doc.tex").write_text(latex_document(bodies), encoding="utf-8")
-    proc = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    pdf = tmp_path / "doc.pdf"
-    assert pdf.exists() and pdf.read_bytes().startswith(b"%PDF")
+    compile_latex(bodies, tmp_path)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import compile_latex
 
 from osfl.reporting import (
     REQUIRED_LATEX_PACKAGES,
@@ -97,19 +97,7 @@ def test_generated_tables_compile_with_pdflatex(results, tmp_path):
         latex_table(compare_table(results, paper), "Ours / paper (Δ)", "tab:cmp"),
         latex_table(multi, "Hierarchical labels", "tab:multi"),
     ]
-    (tmp_path / "doc.tex").write_text(latex_document(bodies), encoding="utf-8")
-    proc = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    pdf = tmp_path / "doc.pdf"
-    assert pdf.exists() and pdf.stat().st_size > 0
-    assert pdf.read_bytes().startswith(b"%PDF")
+    compile_latex(bodies, tmp_path)
 
 
 # ------------------------------------------------------------------------------------ Markdown

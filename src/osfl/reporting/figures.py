@@ -17,7 +17,7 @@ import matplotlib
 import matplotlib.style
 from matplotlib.figure import Figure
 
-__all__ = ["PNG_DPI", "bar_chart", "curves", "save_figure"]
+__all__ = ["PNG_DPI", "bar_chart", "bubble_panels", "curve_panels", "curves", "grouped_bar_panels", "heatmap", "image_rows", "save_figure"]
 
 PNG_DPI = 150
 
@@ -179,4 +179,177 @@ def curves(
             ax.set_title(title)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="best")
+        return save_figure(fig, out_stem)
+
+
+def _placeholder(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, color="0.4", wrap=True, transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _panel_grid(n: int):
+    """A figure with ``n`` axes in rows of up to 4 (unused cells hidden)."""
+    n = max(1, n)
+    cols = min(4, n)
+    rows = math.ceil(n / cols)
+    fig = Figure(figsize=(3.4 * cols, 2.9 * rows + 0.4), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes
+
+
+def curve_panels(
+    panels: dict[str, tuple[dict[str, tuple[list[float], list[float]]], dict[str, float]] | None],
+    out_stem: Path,
+    *,
+    suptitle: str = "",
+    xlabel: str = "Distillation epoch",
+    ylabel: str = "Top-1 test accuracy (%)",
+    missing: str = "not run",
+) -> list[Path]:
+    """One axes per panel (a row of up to 4, then wrapping): ``panel title -> (series, hlines)`` as in
+    :func:`curves`; a panel that is None shows ``missing`` (e.g. a dataset the pipeline did not run)."""
+    with _style():
+        fig, axes = _panel_grid(len(panels))
+        for ax, (title, content) in zip(axes, panels.items()):
+            ax.set_title(_plain(title), fontsize=9)
+            if content is None:
+                _placeholder(ax, missing)
+                continue
+            series, hlines = content
+            for i, (name, (x, y)) in enumerate(series.items()):
+                ax.plot(list(x), list(y), color=f"C{i % 10}", linewidth=1.2, label=_plain(name))
+            styles = ["--", "-.", ":", (0, (5, 2, 1, 2))]
+            for j, (name, level) in enumerate((hlines or {}).items()):
+                if _finite(level):
+                    ax.axhline(float(level), color=f"C{(len(series) + j) % 10}", linestyle=styles[j % 4],
+                               linewidth=1.0, label=_plain(name))
+            ax.set_xlabel(xlabel, fontsize=8)
+            ax.set_ylabel(ylabel, fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=6, loc="best")
+        if suptitle:
+            fig.suptitle(_plain(suptitle), fontsize=9)
+        return save_figure(fig, out_stem)
+
+
+def grouped_bar_panels(
+    panels: dict[str, dict[str, dict[str, float]] | None],
+    out_stem: Path,
+    *,
+    suptitle: str = "",
+    ylabel: str = "Top-1 test accuracy (%)",
+    missing: str = "not run",
+) -> list[Path]:
+    """Per panel, groups on the x axis (``group -> {series -> value}``), one bar per series; NaN bars are
+    left out. A panel that is None shows ``missing``."""
+    with _style():
+        fig, axes = _panel_grid(len(panels))
+        for ax, (title, groups) in zip(axes, panels.items()):
+            ax.set_title(_plain(title), fontsize=9)
+            if groups is None:
+                _placeholder(ax, missing)
+                continue
+            names = list(dict.fromkeys(s for g in groups.values() for s in g))
+            width = 0.8 / max(1, len(names))
+            for i, s in enumerate(names):
+                xs = [gi + (i - (len(names) - 1) / 2) * width for gi, g in enumerate(groups.values())
+                      if _finite(g.get(s))]
+                ys = [float(g[s]) for g in groups.values() if _finite(g.get(s))]
+                ax.bar(xs, ys, width=width, color=f"C{i % 10}", label=_plain(s))
+            ax.set_xticks(range(len(groups)))
+            ax.set_xticklabels([_plain(g) for g in groups], fontsize=7)
+            ax.set_ylabel(ylabel, fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.grid(alpha=0.3, axis="y")
+            ax.legend(fontsize=6)
+        if suptitle:
+            fig.suptitle(_plain(suptitle), fontsize=9)
+        return save_figure(fig, out_stem)
+
+
+def heatmap(matrix, out_stem: Path, *, xlabels, ylabels, xlabel: str, ylabel: str, title: str = "") -> list[Path]:
+    """A matrix as coloured cells with each value written in its cell (2 decimals)."""
+    import numpy as np
+
+    m = np.asarray(matrix, dtype=float)
+    with _style():
+        fig = Figure(figsize=(0.9 * m.shape[1] + 2.2, 0.42 * m.shape[0] + 1.4), layout="constrained")
+        ax = fig.add_subplot()
+        im = ax.imshow(m, cmap="Blues", vmin=0.0, vmax=max(1.0, float(np.nanmax(m)) if m.size else 1.0),
+                       aspect="auto")
+        for (i, j), v in np.ndenumerate(m):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if v > 0.6 else "black")
+        ax.set_xticks(range(m.shape[1]))
+        ax.set_xticklabels([_plain(x) for x in xlabels], fontsize=8)
+        ax.set_yticks(range(m.shape[0]))
+        ax.set_yticklabels([_plain(y) for y in ylabels], fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(_plain(title), fontsize=9)
+        fig.colorbar(im, ax=ax, shrink=0.8)
+        return save_figure(fig, out_stem)
+
+
+def image_rows(rows: dict[str, list], out_stem: Path, *, title: str = "", missing: str = "not run") -> list[Path]:
+    """One row of images per entry (``label -> list of uint8 arrays (C, H, W)``); an empty row shows ``missing``."""
+    import numpy as np
+
+    ncols = max([len(v) for v in rows.values()] + [1])
+    with _style():
+        fig = Figure(figsize=(0.9 * ncols + 1.6, 1.0 * len(rows) + 0.5), layout="constrained")
+        axes = fig.subplots(len(rows), ncols, squeeze=False)
+        for r, (label, images) in enumerate(rows.items()):
+            for c in range(ncols):
+                ax = axes[r, c]
+                ax.set_xticks([])
+                ax.set_yticks([])
+                if c < len(images):
+                    img = np.asarray(images[c], dtype=np.uint8)
+                    if img.shape[0] == 1:
+                        ax.imshow(img[0], cmap="gray", vmin=0, vmax=255)
+                    else:
+                        ax.imshow(img.transpose(1, 2, 0))
+                else:
+                    for side in ax.spines.values():
+                        side.set_visible(False)
+                    if c == 0 and not images:
+                        ax.text(0, 0.5, missing, fontsize=7, color="0.4", transform=ax.transAxes)
+            axes[r, 0].set_ylabel(_plain(label), rotation=0, ha="right", va="center", fontsize=8)
+        if title:
+            fig.suptitle(_plain(title), fontsize=9)
+        return save_figure(fig, out_stem)
+
+
+def bubble_panels(panels: dict, out_stem: Path, *, suptitle: str = "", missing: str = "not run") -> list[Path]:
+    """Per panel a client x class bubble plot (FedHydra Fig. 9 style): ``title -> counts (clients, classes)``,
+    circle area proportional to the samples, one colour per class; a panel that is None shows ``missing``."""
+    import numpy as np
+
+    with _style():
+        fig, axes = _panel_grid(len(panels))
+        for ax, (title, counts) in zip(axes, panels.items()):
+            ax.set_title(_plain(title), fontsize=9)
+            if counts is None:
+                _placeholder(ax, missing)
+                continue
+            c = np.asarray(counts, dtype=float)
+            m, k = c.shape
+            cl, kk = np.nonzero(c > 0)
+            area = c[cl, kk] / max(c.max(), 1.0) * 400.0
+            ax.scatter(cl + 1, kk, s=area, c=[f"C{i % 10}" for i in kk], alpha=0.7, edgecolors="none")
+            ax.set_xlim(0.3, m + 0.7)
+            ax.set_ylim(-0.7, k - 0.3)
+            ax.set_xticks(range(1, m + 1))
+            ax.set_yticks(range(k))
+            ax.set_xlabel("client ID", fontsize=8)
+            ax.set_ylabel("class label", fontsize=8)
+            ax.tick_params(labelsize=7)
+        if suptitle:
+            fig.suptitle(_plain(suptitle), fontsize=9)
         return save_figure(fig, out_stem)
