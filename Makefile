@@ -1,12 +1,13 @@
 # Two commands do everything on a fresh machine:
 #   make repro   install into .venv, then run the main DVC pipeline (digits, quick profile)
 #   make test    install into .venv, then run the test suite (includes the whole pipeline at smoke profile)
+#   make fedhydra  install, then reproduce FedHydra's tables and figures (papers/fedhydra/dvc.yaml)
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install repro test bench dag clean-venv
+.PHONY: install repro fedhydra test bench dag clean-venv
 
 install: $(VENV)/.installed
 
@@ -18,6 +19,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 repro: install
 	dvc repro
+
+fedhydra: install
+	dvc repro papers/fedhydra/dvc.yaml
 
 test: install
 	$(BIN)/python -m pytest

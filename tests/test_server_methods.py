@@ -208,3 +208,26 @@ def test_paper_defaults_are_written_unchanged():
     for name in TRAINED:
         m = METHODS.get(name)()
         assert m.resolved(paper) == m.params  # the paper profile changes nothing
+
+
+@pytest.mark.parametrize("profile,stand_in", [("quick", None), ("smoke", (2000, 1000))])
+def test_feddf_aux_data_offline(tmp_path, monkeypatch, profile, stand_in):
+    """Unobtainable auxiliary data: one line naming server.feddf.aux_data at quick/paper; at smoke the stand-in
+    sizes are offered (the data layer then writes generated arrays, marked stand_in in meta.json)."""
+    import osfl.stages.server as server
+    from osfl.errors import DataUnavailableError
+    from osfl.stages.common import ExperimentPaths
+
+    seen = {}
+
+    def fake_prepare(name, folder, mirror=None, stand_in=None):
+        seen["stand_in"] = stand_in
+        raise DataUnavailableError("dataset", f"{name} needs files that cannot be downloaded here")
+
+    monkeypatch.setattr(server, "prepare_dataset", fake_prepare)
+    paths = ExperimentPaths("main", "fmnist", str(tmp_path / "prepared"))
+    cfg = {"profile": get_profile(profile), "seed": 0, "mirror": None}
+    with pytest.raises(ConfigError) as e:
+        server.aux_images("mnist", paths, cfg, torch.device("cpu"))
+    assert str(e.value).startswith("server.feddf.aux_data: mnist cannot be loaded") and "\n" not in str(e.value)
+    assert seen["stand_in"] == stand_in
