@@ -200,6 +200,28 @@ def _panel_grid(n: int):
     return fig, axes
 
 
+def _draw_panels(panels: dict, out_stem: Path, draw, *, suptitle: str, missing: str) -> list[Path]:
+    """The shared frame of the panel figures: one titled axes per panel (rows of up to 4), ``draw(ax, content)``
+    for each panel with content, ``missing`` written in a panel whose content is None."""
+    with _style():
+        fig, axes = _panel_grid(len(panels))
+        for ax, (title, content) in zip(axes, panels.items()):
+            ax.set_title(_plain(title), fontsize=9)
+            if content is None:
+                _placeholder(ax, missing)
+            else:
+                draw(ax, content)
+        if suptitle:
+            fig.suptitle(_plain(suptitle), fontsize=9)
+        return save_figure(fig, out_stem)
+
+
+def _small_axes(ax, xlabel: str, ylabel: str) -> None:
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.tick_params(labelsize=7)
+
+
 def curve_panels(
     panels: dict[str, tuple[dict[str, tuple[list[float], list[float]]], dict[str, float]] | None],
     out_stem: Path,
@@ -211,29 +233,21 @@ def curve_panels(
 ) -> list[Path]:
     """One axes per panel (a row of up to 4, then wrapping): ``panel title -> (series, hlines)`` as in
     :func:`curves`; a panel that is None shows ``missing`` (e.g. a dataset the pipeline did not run)."""
-    with _style():
-        fig, axes = _panel_grid(len(panels))
-        for ax, (title, content) in zip(axes, panels.items()):
-            ax.set_title(_plain(title), fontsize=9)
-            if content is None:
-                _placeholder(ax, missing)
-                continue
-            series, hlines = content
-            for i, (name, (x, y)) in enumerate(series.items()):
-                ax.plot(list(x), list(y), color=f"C{i % 10}", linewidth=1.2, label=_plain(name))
-            styles = ["--", "-.", ":", (0, (5, 2, 1, 2))]
-            for j, (name, level) in enumerate((hlines or {}).items()):
-                if _finite(level):
-                    ax.axhline(float(level), color=f"C{(len(series) + j) % 10}", linestyle=styles[j % 4],
-                               linewidth=1.0, label=_plain(name))
-            ax.set_xlabel(xlabel, fontsize=8)
-            ax.set_ylabel(ylabel, fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=6, loc="best")
-        if suptitle:
-            fig.suptitle(_plain(suptitle), fontsize=9)
-        return save_figure(fig, out_stem)
+
+    def draw(ax, content):
+        series, hlines = content
+        for i, (name, (x, y)) in enumerate(series.items()):
+            ax.plot(list(x), list(y), color=f"C{i % 10}", linewidth=1.2, label=_plain(name))
+        styles = ["--", "-.", ":", (0, (5, 2, 1, 2))]
+        for j, (name, level) in enumerate((hlines or {}).items()):
+            if _finite(level):
+                ax.axhline(float(level), color=f"C{(len(series) + j) % 10}", linestyle=styles[j % 4],
+                           linewidth=1.0, label=_plain(name))
+        _small_axes(ax, xlabel, ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6, loc="best")
+
+    return _draw_panels(panels, out_stem, draw, suptitle=suptitle, missing=missing)
 
 
 def grouped_bar_panels(
@@ -246,29 +260,23 @@ def grouped_bar_panels(
 ) -> list[Path]:
     """Per panel, groups on the x axis (``group -> {series -> value}``), one bar per series; NaN bars are
     left out. A panel that is None shows ``missing``."""
-    with _style():
-        fig, axes = _panel_grid(len(panels))
-        for ax, (title, groups) in zip(axes, panels.items()):
-            ax.set_title(_plain(title), fontsize=9)
-            if groups is None:
-                _placeholder(ax, missing)
-                continue
-            names = list(dict.fromkeys(s for g in groups.values() for s in g))
-            width = 0.8 / max(1, len(names))
-            for i, s in enumerate(names):
-                xs = [gi + (i - (len(names) - 1) / 2) * width for gi, g in enumerate(groups.values())
-                      if _finite(g.get(s))]
-                ys = [float(g[s]) for g in groups.values() if _finite(g.get(s))]
-                ax.bar(xs, ys, width=width, color=f"C{i % 10}", label=_plain(s))
-            ax.set_xticks(range(len(groups)))
-            ax.set_xticklabels([_plain(g) for g in groups], fontsize=7)
-            ax.set_ylabel(ylabel, fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.grid(alpha=0.3, axis="y")
-            ax.legend(fontsize=6)
-        if suptitle:
-            fig.suptitle(_plain(suptitle), fontsize=9)
-        return save_figure(fig, out_stem)
+
+    def draw(ax, groups):
+        names = list(dict.fromkeys(s for g in groups.values() for s in g))
+        width = 0.8 / max(1, len(names))
+        for i, s in enumerate(names):
+            xs = [gi + (i - (len(names) - 1) / 2) * width for gi, g in enumerate(groups.values())
+                  if _finite(g.get(s))]
+            ys = [float(g[s]) for g in groups.values() if _finite(g.get(s))]
+            ax.bar(xs, ys, width=width, color=f"C{i % 10}", label=_plain(s))
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels([_plain(g) for g in groups], fontsize=7)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(fontsize=6)
+
+    return _draw_panels(panels, out_stem, draw, suptitle=suptitle, missing=missing)
 
 
 def heatmap(matrix, out_stem: Path, *, xlabels, ylabels, xlabel: str, ylabel: str, title: str = "") -> list[Path]:
@@ -331,25 +339,16 @@ def bubble_panels(panels: dict, out_stem: Path, *, suptitle: str = "", missing: 
     circle area proportional to the samples, one colour per class; a panel that is None shows ``missing``."""
     import numpy as np
 
-    with _style():
-        fig, axes = _panel_grid(len(panels))
-        for ax, (title, counts) in zip(axes, panels.items()):
-            ax.set_title(_plain(title), fontsize=9)
-            if counts is None:
-                _placeholder(ax, missing)
-                continue
-            c = np.asarray(counts, dtype=float)
-            m, k = c.shape
-            cl, kk = np.nonzero(c > 0)
-            area = c[cl, kk] / max(c.max(), 1.0) * 400.0
-            ax.scatter(cl + 1, kk, s=area, c=[f"C{i % 10}" for i in kk], alpha=0.7, edgecolors="none")
-            ax.set_xlim(0.3, m + 0.7)
-            ax.set_ylim(-0.7, k - 0.3)
-            ax.set_xticks(range(1, m + 1))
-            ax.set_yticks(range(k))
-            ax.set_xlabel("client ID", fontsize=8)
-            ax.set_ylabel("class label", fontsize=8)
-            ax.tick_params(labelsize=7)
-        if suptitle:
-            fig.suptitle(_plain(suptitle), fontsize=9)
-        return save_figure(fig, out_stem)
+    def draw(ax, counts):
+        c = np.asarray(counts, dtype=float)
+        m, k = c.shape
+        cl, kk = np.nonzero(c > 0)
+        area = c[cl, kk] / max(c.max(), 1.0) * 400.0
+        ax.scatter(cl + 1, kk, s=area, c=[f"C{i % 10}" for i in kk], alpha=0.7, edgecolors="none")
+        ax.set_xlim(0.3, m + 0.7)
+        ax.set_ylim(-0.7, k - 0.3)
+        ax.set_xticks(range(1, m + 1))
+        ax.set_yticks(range(k))
+        _small_axes(ax, "client ID", "class label")
+
+    return _draw_panels(panels, out_stem, draw, suptitle=suptitle, missing=missing)

@@ -127,7 +127,7 @@ def run_stage(fn: Callable[[argparse.Namespace], Any], p: argparse.ArgumentParse
 def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
     params = load_params(args.params)
     if getattr(args, "split", None):
-        params = apply_overrides(params, [f"{k}={v}" for k, v in split_params(args.split).items()])
+        params = {**params, **split_params(args.split)}
     params = resolve_per_dataset(apply_overrides(params, getattr(args, "overrides", [])))
     cfg = validate_main(params)
     return params, cfg, ExperimentPaths(args.experiment, cfg["dataset"].name, getattr(args, "data_root",
