@@ -42,3 +42,61 @@ def test_bad_model_names_fail_with_one_line():
         resolve_model_name("vgg99", (1, 28, 28))
     with pytest.raises(ConfigError, match=r"^model: 'cnn3' takes inputs"):
         resolve_model_name("cnn3", (1, 28, 28))
+
+
+# --- FedHydra heterogeneous clients M1 (googlenet), M3 (cnn_m3), M4 (cnn_m4); SPEC §3.4 ------------------------
+# Expected counts are computed by hand from the layer sizes, independently of the model code.
+
+def _conv(cin, cout, k):  # weights + bias
+    return cin * cout * k * k + cout
+
+
+def _bn(c):  # affine weight + bias (running stats are buffers)
+    return 2 * c
+
+
+def _fc(fin, fout):
+    return fin * fout + fout
+
+
+def _googlenet_count(in_channels, k):
+    # (in, n1x1, n3x3red, n3x3, n5x5red, n5x5, pool) for a3, b3, a4..e4, a5, b5 (GoogLeNet paper, Table 1)
+    cfg = [(192, 64, 96, 128, 16, 32, 32), (256, 128, 128, 192, 32, 96, 64),
+           (480, 192, 96, 208, 16, 48, 64), (512, 160, 112, 224, 24, 64, 64), (512, 128, 128, 256, 24, 64, 64),
+           (512, 112, 144, 288, 32, 64, 64), (528, 256, 160, 320, 32, 128, 128),
+           (832, 256, 160, 320, 32, 128, 128), (832, 384, 192, 384, 48, 128, 128)]
+    cbr = lambda cin, cout, ks: _conv(cin, cout, ks) + _bn(cout)  # every conv has bias and is followed by BN
+    total = cbr(in_channels, 192, 3)  # stem
+    for cin, n1, r3, n3, r5, n5, npool in cfg:
+        total += (cbr(cin, n1, 1)                                        # 1x1 branch
+                  + cbr(cin, r3, 1) + cbr(r3, n3, 3)                     # 1x1 reduce -> 3x3
+                  + cbr(cin, r5, 1) + cbr(r5, n5, 3) + cbr(n5, n5, 3)    # 1x1 reduce -> 3x3 -> 3x3 ("5x5")
+                  + cbr(cin, npool, 1))                                  # maxpool -> 1x1
+    return total + _fc(1024, k)
+
+
+HETERO_COUNTS = [
+    # GoogLeNet: 6,166,250 is the well-known count of the CIFAR-style GoogLeNet (kuangliu/pytorch-cifar, conv
+    # biases kept before BN); the hand count reproduces it.
+    ("googlenet", _googlenet_count(3, 10), 6_166_250),
+    # M3: conv(3->32) + conv(32->64) + FC(64*8*8 -> 128) + FC(128 -> 10)
+    ("cnn_m3", _conv(3, 32, 3) + _conv(32, 64, 3) + _fc(64 * 8 * 8, 128) + _fc(128, 10), 545_098),
+    # M4: conv(3->32)+BN + conv(32->64)+BN + conv(64->128)+BN + FC(128*8*8 -> 256) + FC(256 -> 10)
+    ("cnn_m4", _conv(3, 32, 3) + _bn(32) + _conv(32, 64, 3) + _bn(64) + _conv(64, 128, 3) + _bn(128)
+     + _fc(128 * 8 * 8, 256) + _fc(256, 10), 2_193_674),
+]
+
+
+@pytest.mark.parametrize("name,by_hand,literal", HETERO_COUNTS)
+def test_fedhydra_hetero_parameter_counts(name, by_hand, literal):
+    assert by_hand == literal
+    assert count_parameters(build_model(name, (3, 32, 32), 10)) == by_hand
+
+
+@pytest.mark.parametrize("name", ["googlenet", "cnn_m3", "cnn_m4"])
+@pytest.mark.parametrize("shape", [(3, 32, 32), (1, 28, 28)])
+def test_fedhydra_hetero_forward_shape(name, shape):
+    assert name in MODELS.names()
+    assert resolve_model_name(name, shape) == name
+    with torch.no_grad():
+        assert build_model(name, shape, 10).eval()(torch.rand(2, *shape)).shape == (2, 10)
