@@ -27,6 +27,12 @@ def test_default_params_are_valid():
     assert cfg["dataset"].name == "digits" and cfg["profile"].name == "quick" and cfg["model"] == "cnn2"
 
 
+def test_client_models_give_each_client_its_architecture():
+    assert validate_main(BASE)["client_models"] == ["cnn2"] * 5  # empty: every client uses `model`
+    cfg = validate_main(with_(client_models="cnn2, lenet5,lenet5_avg,cnn_m3,cnn2"))  # DVC passes a string
+    assert cfg["client_models"] == ["cnn2", "lenet5", "lenet5_avg", "cnn_m3", "cnn2"] and cfg["model"] == "cnn2"
+
+
 @pytest.mark.parametrize("changes,pattern", [
     ({"dataset": "imagenet"}, r"^dataset: unknown dataset 'imagenet'; allowed: .*digits.*fmnist"),
     ({"methods": ["fedavg", "magic"]}, r"^methods: unknown method 'magic'; allowed: .*ensemble.*fedavg"),
@@ -44,6 +50,9 @@ def test_default_params_are_valid():
     ({"local__init": "random"}, r"^local.init: unknown value 'random'; allowed: shared, independent"),
     ({"model": "cnn3"}, r"^model: 'cnn3' takes inputs"),
     ({"seed": "x"}, r"^seed: must be an integer"),
+    ({"client_models": ["cnn2", "lenet5"]}, r"^client_models: lists 2 architectures for clients=5"),
+    ({"client_models": "cnn2,cnn2,cnn2,cnn2,resnet99"}, r"^client_models: unknown model 'resnet99'"),
+    ({"client_models": 3}, r"^client_models: must be a list of 5 model names or empty"),
 ])
 def test_bad_values_fail_with_one_line(changes, pattern):
     with pytest.raises(ConfigError, match=pattern) as e:

@@ -106,6 +106,23 @@ class LocalTraining:
         return asdict(self)
 
 
+def client_architectures(value: Any, clients: int, model: str, shape) -> list[str]:
+    """Each client's architecture. ``client_models`` empty (or absent): every client uses ``model``, the server's
+    architecture (homogeneous). A list (or comma-separated string) of ``clients`` registry names: client k uses entry k (heterogeneous
+    clients, FedHydra Tables 3, 9, 10: M1..M5); ``model`` stays the server's."""
+    from .models import resolve_model_name
+
+    if value in (None, "", []):
+        return [model] * clients
+    if isinstance(value, str):  # "a,b,c": how a DVC command passes a list
+        value = [v.strip() for v in value.split(",")]
+    if not isinstance(value, list):
+        raise ConfigError("client_models", f"must be a list of {clients} model names or empty, got {value!r}")
+    if len(value) != clients:
+        raise ConfigError("client_models", f"lists {len(value)} architectures for clients={clients}; give one per client")
+    return [resolve_model_name(v, shape, key="client_models") for v in value]
+
+
 def validate_main(params: Mapping[str, Any]) -> dict[str, Any]:
     """Check every key of the main experiment before any work; return the resolved settings.
 
@@ -129,6 +146,7 @@ def validate_main(params: Mapping[str, Any]) -> dict[str, Any]:
     validate_partition(scheme, clients, n_train, spec.num_classes, alpha=alpha, classes_per_client=cpc,
                        assignment=assignment)
     model = resolve_model_name(require(params, "model"), spec.shape, key="model")
+    client_models = client_architectures(params.get("client_models"), clients, model, spec.shape)
     methods = require(params, "methods")
     if isinstance(methods, str):
         methods = [methods]
@@ -153,6 +171,7 @@ def validate_main(params: Mapping[str, Any]) -> dict[str, Any]:
         "classes_per_client": cpc,
         "assignment": assignment,
         "model": model,
+        "client_models": client_models,
         "methods": methods,
         "local": local,
         "mirror": Path(mirror) if mirror else None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-STAGES = ("prepare", "partition", "train_clients", "server", "evaluate", "report")
+STAGES = ("prepare", "partition", "train_clients", "server", "evaluate", "report", "rounds")
 
 
 def main(argv=None) -> None:

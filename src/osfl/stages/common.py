@@ -23,6 +23,7 @@ class ExperimentPaths:
     name: str
     dataset: str
     data_root: str = "data/prepared"
+    partition_of: str | None = None  # another experiment whose partition this one reuses (--partition-of)
 
     @property
     def prepared(self) -> Path:
@@ -30,7 +31,7 @@ class ExperimentPaths:
 
     @property
     def partition(self) -> Path:
-        return Path("data/partitions") / self.name
+        return Path("data/partitions") / (self.partition_of or self.name)
 
     @property
     def clients(self) -> Path:
@@ -57,6 +58,9 @@ def parser(description: str) -> argparse.ArgumentParser:
                    help="override a (dotted) key of the params file; VALUE is read as YAML (repeatable)")
     p.add_argument("--split", default=None, metavar="NAME",
                    help="partition shorthand: dir<alpha> (Dirichlet), <n>cc (n disjoint classes per client), iid")
+    p.add_argument("--partition-of", default=None, metavar="EXPERIMENT",
+                   help="read the client partition of another experiment (e.g. heterogeneous clients on the "
+                        "homogeneous run's split)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return p
 
@@ -130,8 +134,8 @@ def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
         params = {**params, **split_params(args.split)}
     params = resolve_per_dataset(apply_overrides(params, getattr(args, "overrides", [])))
     cfg = validate_main(params)
-    return params, cfg, ExperimentPaths(args.experiment, cfg["dataset"].name, getattr(args, "data_root",
-                                                                                     "data/prepared"))
+    return params, cfg, ExperimentPaths(args.experiment, cfg["dataset"].name,
+                                        getattr(args, "data_root", "data/prepared"), getattr(args, "partition_of", None))
 
 
 def require_input(path: Path, stage: str) -> Path:

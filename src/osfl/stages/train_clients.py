@@ -6,15 +6,12 @@ import time
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from ..clients.augment import resolve_augment
-from ..clients.batched import train_clients
-from ..clients.upload import write_upload
+from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..config import scaled_epochs
 from ..data import load_prepared
 from ..evaluation import accuracy
-from ..models import build_model
 from ..partition import load_partition
 from ..runtime import derive_seed, device_info, get_device, write_json
 from .common import load_config, parser, require_input, run_stage, test_tensors
@@ -40,50 +37,23 @@ def _run(args) -> None:
     out = paths.clients
     if out.exists():
         shutil.rmtree(out)
-    torch.manual_seed(derive_seed(seed, "init"))
-    shared_init = build_model(cfg["model"], spec.shape, spec.num_classes).state_dict()
-
+    archs = cfg["client_models"]
+    shared_init = initial_states(archs, spec.shape, spec.num_classes, seed)  # one per architecture
     accel = cfg["runtime"]
-    n_clients = len(part.client_indices)
-    models, client_data, gens = [], [], []
-    for k, idx in enumerate(part.client_indices):
-        torch.manual_seed(derive_seed(seed, "client-init", k))
-        model = build_model(cfg["model"], spec.shape, spec.num_classes)
-        if local.init == "shared":
-            model.load_state_dict(shared_init)
-        models.append(model.to(device))
-        idx_t = torch.from_numpy(np.asarray(idx)).to(device)
-        client_data.append((x_all[idx_t], y_all[idx_t]))
-        gens.append(torch.Generator().manual_seed(derive_seed(seed, "client-data", k)))
-
-    bar = tqdm(total=epochs * n_clients, desc="local training", disable=args.no_progress, mininterval=1.0,
-               unit="epoch")
-    hp = dict(epochs=epochs, batch_size=local.batch_size, lr=local.lr, momentum=local.momentum,
-              weight_decay=local.weight_decay, augment=augment, eval_fn=lambda m: accuracy(m, x_test, y_test),
-              eval_every=local.eval_every, accel=accel)
+    cohort = build_cohort(archs, part.client_indices, x_all, y_all, spec.shape, spec.num_classes, device,
+                          seed=seed, start=shared_init if local.init == "shared" else None,
+                          data_seed=lambda k: derive_seed(seed, "client-data", k))
+    hp = local_hparams(local, epochs, augment, accel, eval_fn=lambda m: accuracy(m, x_test, y_test),
+                       eval_every=local.eval_every)
     t0 = time.perf_counter()
-    batched = accel.batched(device) and n_clients > 1
-    bar.set_description(f"{n_clients} clients " + ("batched" if batched else "one by one"))
-    results, per_client_seconds = train_clients(
-        models, client_data, gens, batched=batched, **hp,
-        on_epoch=lambda k, e, loss: (bar.set_postfix(client=k, loss=f"{loss:.3f}", refresh=False), bar.update(1)))
-    summary = []
-    for k, (model, res) in enumerate(zip(models, results)):
-        idx = part.client_indices[k]
-        acc = accuracy(model, x_test, y_test)
-        manifest = {
-            "arch": cfg["model"], "input_shape": list(spec.shape), "num_classes": spec.num_classes,
-            "dataset": spec.name, "n_samples": int(len(idx)),
-            "label_histogram": part.class_counts[k].tolist(), "local_test_acc": acc,
-            "train": {**local.as_dict(), "epochs_run": epochs, "augment_in_force": augment,
-                      "profile": profile.name, "final_loss": res.final_loss, "steps": res.steps,
-                      "runtime": accel.in_force(device)},
-            "curve": res.curve,
-        }
-        write_upload(out, k, "classifier", manifest, tensors={"state_dict": model.state_dict()})
-        summary.append({"client": k, "n_samples": int(len(idx)), "local_test_acc": acc,
-                        "seconds": per_client_seconds[k], "samples_seen": res.samples_seen})
-    bar.close()
+    results, per_client_seconds, batched = train_cohort(cohort, hp, device, progress=not args.no_progress)
+    train_info = {**local.as_dict(), "epochs_run": epochs, "augment_in_force": augment, "profile": profile.name,
+                  "runtime": accel.in_force(device)}
+    _, accs = upload_cohort(out, cohort, results, spec=spec, class_counts=part.class_counts, x_test=x_test,
+                            y_test=y_test, train_info=train_info)
+    summary = [{"client": k, "n_samples": int(len(idx)), "local_test_acc": accs[k],
+                "seconds": per_client_seconds[k], "samples_seen": results[k].samples_seen}
+               for k, idx in enumerate(part.client_indices)]
     seconds = time.perf_counter() - t0
     seen = sum(s["samples_seen"] for s in summary)
     write_json(out / "index.json", {"clients": summary, "epochs_run": epochs, "profile": profile.name,
@@ -93,6 +63,8 @@ def _run(args) -> None:
         "local_acc_mean": float(np.mean([s["local_test_acc"] for s in summary])),
         "local_acc_min": float(np.min([s["local_test_acc"] for s in summary])),
         "local_acc_max": float(np.max([s["local_test_acc"] for s in summary])),
+        "per_client": [{"client": s["client"], "arch": archs[s["client"]], "local_test_acc": s["local_test_acc"]}
+                       for s in summary],
     })
     print(f"trained {len(summary)} clients x {epochs} epochs on {device} "
           f"({'batched' if batched else 'one by one'}) in {seconds:.1f} s "

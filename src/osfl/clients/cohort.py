@@ -1,0 +1,125 @@
+"""The clients of one federated setting: building them from a partition, one round of local training, uploads.
+
+Shared by the ``train_clients`` stage (one shot: one round from the shared initial model) and the multi-round
+protocol (:mod:`osfl.protocols.multi_round`: every round starts from the broadcast global model). The order of
+the seeded draws is part of the contract (the one-shot stage's outputs must not change):
+
+1. :func:`initial_states`: for each distinct architecture in client order, ``torch.manual_seed`` then one
+   model built (the first architecture under ``derive_seed(seed, "init")``, any other under
+   ``derive_seed(seed, "init", arch)``);
+2. :func:`build_cohort`: for each client k, ``torch.manual_seed(derive_seed(seed, "client-init", k))``, one
+   model built, then the start state loaded (shared init or global model); its data generator is seeded with
+   ``data_seed(k)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+import torch.nn as nn
+from tqdm.auto import tqdm
+
+from ..accel import Accel
+from ..evaluation import accuracy
+from ..models import build_model
+from ..runtime import derive_seed
+from .batched import train_clients
+from .training import TrainResult
+from .upload import ClientUpload, write_upload
+
+State = dict[str, torch.Tensor]
+
+
+def initial_states(archs: Sequence[str], shape, num_classes: int, seed: int) -> dict[str, State]:
+    """One common initial model per architecture (``local.init: shared``), keyed by architecture."""
+    states = {}
+    for arch in dict.fromkeys(archs):
+        torch.manual_seed(derive_seed(seed, "init") if arch == archs[0] else derive_seed(seed, "init", arch))
+        states[arch] = build_model(arch, shape, num_classes).state_dict()
+    return states
+
+
+@dataclass
+class Cohort:
+    """Every client's model (on the device), training data (uint8 images, labels) and data generator."""
+
+    archs: list[str]
+    models: list[nn.Module]
+    data: list[tuple[torch.Tensor, torch.Tensor]]
+    gens: list[torch.Generator]
+
+    def __len__(self) -> int:
+        return len(self.models)
+
+
+def build_cohort(archs: Sequence[str], client_indices: Sequence[Any], x_all: torch.Tensor, y_all: torch.Tensor,
+                 shape, num_classes: int, device: torch.device, *, seed: int, start: dict[str, State] | None,
+                 data_seed: Callable[[int], int]) -> Cohort:
+    """Client k: a ``archs[k]`` model drawn under ``derive_seed(seed, "client-init", k)``, then loaded with
+    ``start[archs[k]]`` unless ``start`` is None (``local.init: independent``); its samples
+    ``x_all[client_indices[k]]``; a CPU generator seeded with ``data_seed(k)`` (data order, augmentation)."""
+    models, data, gens = [], [], []
+    for k, idx in enumerate(client_indices):
+        torch.manual_seed(derive_seed(seed, "client-init", k))
+        model = build_model(archs[k], shape, num_classes)
+        if start is not None:
+            model.load_state_dict(start[archs[k]])
+        models.append(model.to(device))
+        idx_t = torch.from_numpy(np.asarray(idx)).to(device)
+        data.append((x_all[idx_t], y_all[idx_t]))
+        gens.append(torch.Generator().manual_seed(data_seed(k)))
+    return Cohort(list(archs), models, data, gens)
+
+
+def local_hparams(local, epochs: int, augment: str, accel: Accel, eval_fn=None, eval_every: int = 0) -> dict:
+    """The keyword arguments of :func:`osfl.clients.batched.train_clients` for ``local`` (LocalTraining)."""
+    return dict(epochs=epochs, batch_size=local.batch_size, lr=local.lr, momentum=local.momentum,
+                weight_decay=local.weight_decay, augment=augment, eval_fn=eval_fn, eval_every=eval_every,
+                accel=accel)
+
+
+def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bool,
+                 desc: str = "") -> tuple[list[TrainResult], list[float], bool]:
+    """Train every client of ``cohort`` in place (batched when ``runtime`` allows and there are two or more).
+
+    Returns (results, seconds per client, batched). A progress bar counts client-epochs.
+    """
+    n = len(cohort)
+    bar = tqdm(total=hp["epochs"] * n, desc="local training", disable=not progress, mininterval=1.0,
+               unit="epoch")
+    batched = hp["accel"].batched(device) and n > 1
+    bar.set_description(f"{desc}{n} clients " + ("batched" if batched else "one by one"))
+    try:
+        results, seconds = train_clients(
+            cohort.models, cohort.data, cohort.gens, batched=batched, **hp,
+            on_epoch=lambda k, e, loss: (bar.set_postfix(client=k, loss=f"{loss:.3f}", refresh=False),
+                                         bar.update(1)))
+    finally:
+        bar.close()
+    return results, seconds, batched
+
+
+def upload_cohort(out: str | Path, cohort: Cohort, results: Sequence[TrainResult], *, spec, class_counts,
+                  x_test: torch.Tensor, y_test: torch.Tensor, train_info: dict) -> tuple[list[ClientUpload],
+                                                                                      list[float]]:
+    """Write each client's ``classifier`` upload under ``out``; returns (uploads, test accuracy per client).
+
+    ``train_info`` goes into each manifest's ``train`` entry, with the client's final loss and step count.
+    """
+    uploads, accs = [], []
+    for k, (model, res) in enumerate(zip(cohort.models, results)):
+        acc = accuracy(model, x_test, y_test)
+        manifest = {
+            "arch": cohort.archs[k], "input_shape": list(spec.shape), "num_classes": spec.num_classes,
+            "dataset": spec.name, "n_samples": int(len(cohort.data[k][1])),
+            "label_histogram": np.asarray(class_counts[k]).tolist(), "local_test_acc": acc,
+            "train": {**train_info, "final_loss": res.final_loss, "steps": res.steps},
+            "curve": res.curve,
+        }
+        uploads.append(write_upload(out, k, "classifier", manifest, tensors={"state_dict": model.state_dict()}))
+        accs.append(acc)
+    return uploads, accs
+

@@ -1,0 +1,108 @@
+"""Stage `local_curve`: test accuracy of every client and of their FedAvg along local training (FedHydra Fig. 8).
+
+The clients of a one-shot run (same partition, initial model and seeds as ``train_clients``) train for
+``localcurve.epochs`` local epochs (the paper: 400; scaled by the profile); every ``localcurve.every`` epochs
+(the paper's caption: 20, its text: 40, AMBIG-25) each client is tested and a copy of its weights kept, and the
+sample-weighted average of the copies taken at the same epoch (FedAvg, BN statistics included) is tested too.
+Writes ``results/<experiment>/local_curve.csv`` (epoch, fedavg, client_1..client_m) and ``local_curve.json``
+(the settings in force). No uploads: nothing else reads these clients.
+"""
+from __future__ import annotations
+
+import csv
+
+import torch
+
+from ..clients.augment import resolve_augment
+from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort
+from ..config import scaled_epochs
+from ..data import load_prepared
+from ..errors import ConfigError
+from ..evaluation import accuracy
+from ..models import build_model
+from ..partition import load_partition
+from ..runtime import derive_seed, device_info, get_device, read_json, write_json
+from .common import load_config, parser, require_input, run_stage, test_tensors
+
+
+def main(argv=None) -> None:
+    run_stage(_run, parser(__doc__), argv)
+
+
+def curve_settings(params: dict) -> tuple[int, int]:
+    """(epochs, every) of ``localcurve`` at the paper's scale, validated."""
+    lc = params.get("localcurve") or {}
+    epochs, every = lc.get("epochs", 400), lc.get("every", 20)
+    for key, v in (("localcurve.epochs", epochs), ("localcurve.every", every)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ConfigError(key, f"must be a positive integer, got {v!r}")
+    return epochs, every
+
+
+def average_states(states: list[dict[str, torch.Tensor]], weights: list[float]) -> dict[str, torch.Tensor]:
+    """Σ_k w_k θ_k / Σ w (integer buffers such as BN's step counter are taken from the first client)."""
+    total = float(sum(weights))
+    out = {}
+    for name, first in states[0].items():
+        if first.is_floating_point():
+            out[name] = sum(w * s[name] for w, s in zip(weights, states)) / total
+        else:
+            out[name] = first.clone()
+    return out
+
+
+def _run(args) -> None:
+    params, cfg, paths = load_config(args)
+    spec, profile, seed, local = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["local"]
+    archs = cfg["client_models"]
+    if len(set(archs)) > 1:
+        raise ConfigError("client_models", "the FedAvg curve needs one architecture for every client")
+    paper_epochs, paper_every = curve_settings(params)
+    epochs, every = scaled_epochs(paper_epochs, profile), scaled_epochs(paper_every, profile)
+    data = load_prepared(require_input(paths.prepared, "prepare"))
+    part = load_partition(require_input(paths.partition / "partition.json", "partition"))
+    part.verify(data.y_train)
+    device = get_device()
+    x_all = torch.from_numpy(data.x_train).to(device)
+    y_all = torch.from_numpy(data.y_train).long().to(device)
+    x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
+    start = initial_states(archs, spec.shape, spec.num_classes, seed)
+    cohort = build_cohort(archs, part.client_indices, x_all, y_all, spec.shape, spec.num_classes, device,
+                          seed=seed, start=start if local.init == "shared" else None,
+                          data_seed=lambda k: derive_seed(seed, "client-data", k))
+    client_of = {id(m): k for k, m in enumerate(cohort.models)}
+    snapshots: list[list[dict]] = [[] for _ in cohort.models]  # per client, in epoch order
+
+    def eval_fn(model):
+        snapshots[client_of[id(model)]].append({n: t.detach().to("cpu", copy=True)
+                                                for n, t in model.state_dict().items()})
+        return accuracy(model, x_test, y_test)
+
+    hp = local_hparams(local, epochs, resolve_augment(local.augment, spec.shape), cfg["runtime"],
+                       eval_fn=eval_fn, eval_every=every)
+    results, _, batched = train_cohort(cohort, hp, device, progress=not args.no_progress)
+    sizes = [len(y) for _, y in cohort.data]
+    probe = build_model(archs[0], spec.shape, spec.num_classes).to(device)
+    rows = []
+    for i, point in enumerate(results[0].curve):
+        probe.load_state_dict(average_states([snapshots[k][i] for k in range(len(cohort))], sizes))
+        row = {"epoch": point["epoch"], "fedavg": accuracy(probe, x_test, y_test)}
+        row.update({f"client_{k + 1}": results[k].curve[i]["test_acc"] for k in range(len(cohort))})
+        rows.append(row)
+    out = paths.results / "local_curve.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    write_json(paths.results / "local_curve.json", {
+        "paper_epochs": paper_epochs, "paper_every": paper_every, "epochs_run": epochs, "every_run": every,
+        "profile": profile.name, "weighting": "samples", "batched": batched,
+        "stand_in_data": bool(read_json(paths.prepared / "meta.json").get("stand_in", False)),
+        "runtime": {**device_info(device), **cfg["runtime"].in_force(device)}})
+    best = max(rows, key=lambda r: r["fedavg"])
+    print(f"local curve: {len(rows)} points to E={epochs}; FedAvg best {best['fedavg']:.2f}% at E={best['epoch']}")
+
+
+if __name__ == "__main__":
+    main()
