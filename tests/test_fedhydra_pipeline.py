@@ -1,8 +1,9 @@
 """The FedHydra paper pipeline (papers/fedhydra/dvc.yaml) at smoke profile, in a temporary copy of the repository.
 
 The grid is cut to what CI can afford: Fashion-MNIST (Debian's files when installed, else a stand-in) and
-CIFAR-10 (always a stand-in offline), the Dir(0.5) and 2c/c splits, four methods, one λ-ablation row, and fewer
-generator steps. The render stage must still write all 18 tables and the 11 result figures, mark stand-in data,
+CIFAR-10 (always a stand-in offline), the Dir(0.5) and 2c/c splits, four methods, one λ-ablation row, fewer
+generator steps, and each other family once on CIFAR-10: heterogeneous clients, K = 10, two global rounds, one timed run,
+the local-epoch curve. The render stage must still write all 18 tables and the 11 result figures, mark stand-in data,
 and a second `dvc repro` must do nothing.
 """
 from __future__ import annotations
@@ -30,6 +31,16 @@ def fedhydra_repo(tmp_path_factory, repo_root):
                   methods=["fedavg", "ot", "dense", "fedhydra"], lambdas=params["lambdas"][:1])
     params["server"]["fedhydra"] = {"g_steps": 4, "ms_steps": 4}
     params["server"]["dense"] = {"g_steps": 4}
+    # every other experiment family once, on the CIFAR-10 stand-in; the heterogeneous clients are small CPU-sized
+    # architectures (M1/M2 = GoogLeNet/ResNet-18 take minutes on a CPU even at smoke) and the server a 3-layer CNN
+    params["hetero"].update(datasets=["cifar10"], splits=["dir0.5"], methods=["fedhydra"],
+                            client_models="cnn_m3,cnn_m4,lenet5_avg,cnn3_bn,cnn_m3", server_model="cnn3_bn")
+    params["ksweep"].update(datasets=["cifar10"], clients=[10], methods=["fedavg", "fedhydra"])
+    params["multiround"].update(datasets=["cifar10"], splits=["dir0.5"], methods=["fedavg", "dense"])
+    params["rounds"] = {"T": 2, "local_epochs": 50}
+    params["timing"].update(datasets=["cifar10"], runs=[1])
+    params["localcurve"].update(datasets=["cifar10"], split="dir0.5")
+    params["paper_columns"] = {}  # GPU-sized: never in CI
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
     init_repo(work, work.parent / "remote")
     out = sh("dvc", "repro", PIPE, cwd=work)
@@ -68,6 +79,14 @@ def test_tables_show_ours_beside_the_paper(fedhydra_repo):
     assert "STAND-IN DATA" in md and "cifar10" in md  # CIFAR-10 cannot be obtained offline
     metrics = json.loads((work / "results" / "fedhydra" / "cifar10-2cc" / "metrics" / "fedhydra.json").read_text())
     assert metrics["stand_in_data"] is True
+    t3 = md_cells(rep / "table03.md")["alpha=0.5"]  # heterogeneous: per-client and server cells
+    assert not t3["Client M1"].startswith("—") and not t3["Server(ResNet18) FedHydra"].startswith("—")
+    assert t3["Server(ResNet18) FedDF"].startswith("—")  # not in hetero.methods of this grid
+    t7 = md_cells(rep / "table07.md")
+    assert not t7["10"]["FedHydra"].startswith("—") and t7["10"]["DENSE"].startswith("—")
+    assert not t7["5"]["DENSE"].startswith("—")  # K = 5 is the Table 1 run
+    t12 = md_cells(rep / "table12.md")  # CIFAR-10 Dir(0.5), rounds T=1, 2
+    assert not t12["T=2"]["FedAvg"].startswith("—") and t12["T=3"]["FedAvg"].startswith("—")
     t6 = md_cells(rep / "table06.md")  # (1, 1) is the main run, (0.5, 1) the one ablation row in the grid
     assert not t6["1.0, 1.0"]["FashionMNIST"].startswith("—") and not t6["0.5, 1.0"]["CIFAR10"].startswith("—")
     assert t6["0.0, 0.0"]["FashionMNIST"].startswith("—")
@@ -80,6 +99,10 @@ def test_claims_and_ms_weights(fedhydra_repo):
     assert by[("figure07", "SA consistently outp")] in ("holds", "does not hold")  # AE and SA both ran
     assert by[("figure05", "each client model ha")] in ("holds", "does not hold")
     assert by[("figure10", "all models collapse ")] == "not run"  # MNIST not in the grid
+    curve = (work / "results" / "fedhydra" / "cifar10-dir0.5" / "local_curve.csv").read_text().splitlines()
+    assert curve[0].startswith("epoch,fedavg,client_1") and len(curve) == 5  # E = 400 x 0.01 = 4, every 1
+    timing = sorted(p.name for p in (work / "results" / "fedhydra" / "cifar10-dir0.5" / "timing").iterdir())
+    assert timing == ["dense-t1.json", "fedhydra-t1.json"]
     extras = json.loads((work / "results" / "fedhydra" / "fmnist-2cc" / "extras" / "fedhydra.json").read_text())
     U_r = extras["extras"]["U_r"]
     assert len(U_r) == 10 and all(abs(sum(row) - 1) < 1e-4 for row in U_r)

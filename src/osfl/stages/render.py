@@ -23,7 +23,7 @@ def main(argv=None) -> None:
         from ..papers import fedhydra
 
         written = fedhydra.render(params, Path("results/fedhydra"), Path("data/fedhydra/prepared"),
-                                  Path("reports/fedhydra"))
+                                  Path("reports/fedhydra"), paper_results_root=Path("results/fedhydra-paper"))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
