@@ -22,8 +22,8 @@ gradient with respect to each client's slice is that client's own gradient.
 """
 from __future__ import annotations
 
-import copy
 import math
+import time
 from typing import Callable, Sequence
 
 import torch
@@ -33,7 +33,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from ..accel import Accel
 from ..evaluation import to_float
-from ..models import architecture_key
+from ..models import architecture_key, hookless_copy
 from .augment import augment_batch
 from .training import TrainResult, prepare_model, train_classifier
 
@@ -64,10 +64,7 @@ class BatchedClients:
 
     def __init__(self, models: Sequence[nn.Module]):
         self.models = list(models)
-        self.base = copy.deepcopy(self.models[0])
-        for mod in self.base.modules():
-            mod._forward_hooks.clear()
-            mod._forward_pre_hooks.clear()
+        self.base = hookless_copy(self.models[0])
         params, buffers = stack_module_state(self.models)
         self.params = {k: v.detach().clone() for k, v in params.items()}
         self.buffers = {k: v.detach().clone() for k, v in buffers.items()}
@@ -211,8 +208,6 @@ def train_clients(
     ``batched`` is False) is trained with :func:`osfl.clients.training.train_classifier`. A group's seconds are
     shared equally among its clients.
     """
-    import time
-
     accel = accel or Accel()
     groups: dict = {}
     for k, model in enumerate(models):

@@ -27,14 +27,13 @@
 """
 from __future__ import annotations
 
-import copy
 from typing import Sequence
 
 import torch
 import torch.nn as nn
 from torch.func import functional_call, stack_module_state, vmap
 
-from ..models import architecture_key
+from ..models import architecture_key, hookless_copy
 from .bn_hooks import BNStatHooks, bn_layers, bn_stat_loss
 
 
@@ -44,10 +43,7 @@ class _Group:
     def __init__(self, models: list[nn.Module], chunk_size: int | None):
         self.models = models
         self.chunk_size = chunk_size
-        self.base = copy.deepcopy(models[0]).eval()
-        for mod in self.base.modules():  # hooks the caller put on models[0] must not fire inside vmap
-            mod._forward_hooks.clear()
-            mod._forward_pre_hooks.clear()
+        self.base = hookless_copy(models[0]).eval()
         self.base.requires_grad_(False)
         self._collector: list[torch.Tensor] | None = None
         for layer in bn_layers(self.base):

@@ -7,6 +7,8 @@ paper or reference code states.
 """
 from __future__ import annotations
 
+import copy
+
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -52,6 +54,16 @@ def resolve_model_name(name: str, shape: Shape, key: str = "model") -> str:
         allowed = ", ".join("x".join(map(str, s)) for s in spec.shapes)
         raise ConfigError(key, f"{name!r} takes inputs {allowed}, not {'x'.join(map(str, shape))}")
     return name
+
+
+def hookless_copy(model: nn.Module) -> nn.Module:
+    """A deep copy of ``model`` without the forward (pre-)hooks a caller may have put on it: the base module of a
+    vmapped functional call over stacked weights, where such hooks must not fire."""
+    base = copy.deepcopy(model)
+    for mod in base.modules():
+        mod._forward_hooks.clear()
+        mod._forward_pre_hooks.clear()
+    return base
 
 
 def architecture_key(model: nn.Module) -> tuple:

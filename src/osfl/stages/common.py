@@ -65,6 +65,11 @@ def parser(description: str) -> argparse.ArgumentParser:
     return p
 
 
+def run_name(args: argparse.Namespace) -> str:
+    """``<method>-<tag>`` (or ``<method>``): the name a variant's model, metrics and curves are written under."""
+    return f"{args.method}-{args.tag}" if args.tag else args.method
+
+
 def split_params(name: str) -> dict[str, Any]:
     """The partition keys a split shorthand stands for (paper pipelines name their runs with these).
 

@@ -11,7 +11,7 @@ from ..data import load_prepared
 from ..evaluation import accuracy, ensemble_predictor
 from ..models import build_model
 from ..runtime import derive_seed, get_device, load_state_dict, read_json, write_json
-from .common import load_config, parser, require_input, run_stage, test_tensors
+from .common import load_config, parser, require_input, run_name, run_stage, test_tensors
 
 
 def main(argv=None) -> None:
@@ -46,7 +46,7 @@ def _run(args) -> None:
     device = get_device()
     data = load_prepared(require_input(paths.prepared, "prepare"))
     x_test, y_test = test_tensors(data, cfg["profile"], derive_seed(cfg["seed"], "test-subset"), device)
-    name = f"{args.method}-{args.tag}" if args.tag else args.method
+    name = run_name(args)
     man, predict = load_predictor(require_input(paths.global_model(name), f"server@{name}"), device)
     final = accuracy(predict, x_test, y_test)
     curve = man["curve"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..protocols.multi_round import read_rounds, run_rounds
 from ..runtime import device_info, get_device, read_json, save_state_dict, write_json
-from .common import load_config, parser, run_stage
+from .common import load_config, parser, run_name, run_stage
 
 
 def main(argv=None) -> None:
@@ -25,7 +25,7 @@ def _run(args) -> None:
     device = get_device()
     res = run_rounds(params, cfg, paths, args.method, rounds, device, progress=not args.no_progress)
 
-    name = f"{args.method}-{args.tag}" if args.tag else args.method
+    name = run_name(args)
     out = paths.results / "rounds"
     final = res.records[-1]["test_acc"]
     write_json(out / f"{name}.json", {

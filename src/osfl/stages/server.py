@@ -13,7 +13,8 @@ from ..data import DATASETS, get_spec, load_prepared, prepare_dataset
 from ..errors import ConfigError
 from ..methods import METHODS, ServerContext, ServerMethod, ServerResult
 from ..runtime import derive_seed, device_info, get_device, save_state_dict, seed_everything, write_json
-from .common import load_config, parser, require_input, run_stage, stand_in_sizes, subset, test_tensors
+from .common import (load_config, parser, require_input, run_name, run_stage, stand_in_sizes, subset,
+                     test_tensors)
 
 
 def main(argv=None) -> None:
@@ -90,7 +91,7 @@ def _run(args) -> None:
     accel = cfg["runtime"]
     result, seconds = run_method(method, ctx, cfg, derive_seed(seed, "server", args.method))
 
-    name = f"{args.method}-{args.tag}" if args.tag else args.method
+    name = run_name(args)
     out = paths.global_model(name)
     if out.exists():
         shutil.rmtree(out)
