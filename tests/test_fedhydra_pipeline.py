@@ -41,6 +41,8 @@ def fedhydra_repo(tmp_path_factory, repo_root):
     params["localcurve"].update(datasets=["cifar10"], split="dir0.5")
     params["paper_columns"] = {}  # GPU-sized: never in CI
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
+    # the committed paper-profile column (GPU-made, a frozen stage's git-tracked results) feeds the render stage
+    shutil.copytree(repo_root / "results" / "fedhydra-paper", work / "results" / "fedhydra-paper")
     init_repo(work, work.parent / "remote")
     out = sh("dvc", "repro", PIPE, cwd=work)
     return work, out
@@ -55,6 +57,7 @@ def test_render_writes_every_table_and_figure(fedhydra_repo):
     for fig in FIGURES:
         for ext in ("png", "pdf"):
             assert (rep / f"{fig}.{ext}").stat().st_size > 0, (fig, ext)
+    assert (rep / "table01_paper_profile.md").stat().st_size > 0 and (rep / "table01_paper_profile.tex").exists()
     readme = (rep / "README.md").read_text()
     assert all(f"table{i:02d}" in readme for i in range(1, 19)) and all(f in readme for f in FIGURES)
 
