@@ -35,10 +35,10 @@ def fedhydra_repo(tmp_path_factory, repo_root):
     params["hetero"].update(datasets=["cifar10"], splits=["dir0.5"], methods=["fedhydra"],
                             client_models="cnn_m3,cnn_m4,lenet5_avg,cnn3_bn,cnn_m3", server_model="cnn3_bn")
     params["ksweep"].update(datasets=["cifar10"], clients=[10], methods=["fedavg", "dense"])
-    params["multiround"].update(datasets=["cifar10"], splits=["dir0.5"], methods=["fedavg", "dense"])
+    params["multiround"].update(datasets=["cifar10"], splits=["dir0.5"], methods=["fedavg", "ot"])  # DENSE: test_multi_round
     params["rounds"] = {"T": 2, "local_epochs": 50}
     params["timing"].update(datasets=["cifar10"], runs=[1])
-    params["localcurve"].update(datasets=["cifar10"], split="dir0.5")
+    params["localcurve"].update(datasets=["cifar10"], split="dir0.5", epochs=200, every=100)
     params["paper_columns"] = {}  # GPU-sized: never in CI
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
     # the committed paper-profile column (GPU-made, a frozen stage's git-tracked results) feeds the render stage
@@ -103,7 +103,7 @@ def test_claims_and_ms_weights(fedhydra_repo):
     assert by[("figure05", "each client model ha")] in ("holds", "does not hold")
     assert by[("figure10", "all models collapse ")] == "not run"  # MNIST not in the grid
     curve = (work / "results" / "fedhydra" / "cifar10-dir0.5" / "local_curve.csv").read_text().splitlines()
-    assert curve[0].startswith("epoch,fedavg,client_1") and len(curve) == 5  # E = 400 x 0.01 = 4, every 1
+    assert curve[0].startswith("epoch,fedavg,client_1") and len(curve) == 3  # E = 200 x 0.01 = 2, every 1
     timing = sorted(p.name for p in (work / "results" / "fedhydra" / "cifar10-dir0.5" / "timing").iterdir())
     assert timing == ["dense-t1.json", "fedhydra-t1.json"]
     extras = json.loads((work / "results" / "fedhydra" / "cifar10-2cc" / "extras" / "fedhydra.json").read_text())
