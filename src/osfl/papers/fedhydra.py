@@ -26,6 +26,7 @@ from ..reporting.published import Artifact, load_artifacts, load_published_table
 DATASETS = {"mnist": "MNIST", "fmnist": "FashionMNIST", "svhn": "SVHN", "cifar10": "CIFAR10"}
 METHODS = {"fedavg": "FedAvg", "ot": "OT", "feddf": "FedDF", "dense": "DENSE", "coboost": "Co-Boosting",
            "fedhydra": "FedHydra (ours)"}
+SHORT = {m: label.replace(" (ours)", "") for m, label in METHODS.items()}  # the paper's labels in later tables
 ALPHAS = ("0.5", "0.3", "0.1", "0.01")
 ONE_SHOT = ("fedavg", "ot")  # no server epochs: horizontal lines in the curve figures
 COMMAND = "dvc repro papers/fedhydra/dvc.yaml"
@@ -160,16 +161,16 @@ def table_cells(art: Artifact, runs: dict[str, Run], lambdas: list[dict]) -> dic
                 k = int(name.rsplit("-k", 1)[1])
             else:
                 continue
-            for m, label in METHODS.items():
+            for m, label in SHORT.items():
                 v = run.acc(m)
                 if v is not None:
-                    ours[(str(k), label.replace(" (ours)", ""))] = v
+                    ours[(str(k), label)] = v
     elif art.id in ROUND_TABLES:
         ds, split = ROUND_TABLES[art.id]
         run = runs.get(f"{ds}-{split}")
-        for m, label in METHODS.items():
+        for m, label in SHORT.items():
             for t, v in (run.rounds.get(m, {}) if run else {}).items():
-                ours[(f"T={t}", label.replace(" (ours)", ""))] = v
+                ours[(f"T={t}", label)] = v
     elif art.id == "table06":
         for ds, label in DATASETS.items():
             run = runs.get(f"{ds}-dir0.5")
@@ -313,8 +314,14 @@ def figure_local_curve(runs, out: Path) -> list[Path]:
     hlines = {label: run.acc(m) for m, label in METHODS.items() if run.acc(m) is not None}
     label = DATASETS.get(run.dataset, run.dataset) + (" (STAND-IN DATA)" if run.stand_in else "")
     panels = {f"(a) FedAvg and clients, {label} {_split_label(run.split)}": ({"FedAvg": (epochs, lc["fedavg"]), **clients}, {}),
-              f"(b) clients vs the methods (E = 200 runs)": (clients, hlines)}
+              "(b) clients vs the methods (E = 200 runs)": (clients, hlines)}
     return curve_panels(panels, out, suptitle="Fig. 8: test accuracy vs local epochs E", xlabel="local epochs E")
+
+
+def _device_name(manifest: dict) -> str:
+    """The device a stage ran on, from its manifest's ``runtime`` block: the GPU's name, else the CPU's."""
+    rt = manifest.get("runtime") or {}
+    return str(rt.get("gpu") or rt.get("cpu") or rt.get("device") or "?")
 
 
 def figure_timing(runs, out: Path) -> list[Path]:
@@ -327,9 +334,8 @@ def figure_timing(runs, out: Path) -> list[Path]:
         groups: dict = {}
         for key, man in sorted(run.timing.items(), key=lambda kv: int(kv[0].rsplit("-t", 1)[1])):
             method, r = key.rsplit("-t", 1)
-            groups.setdefault(f"R={r}", {})[{"dense": "DENSE", "fedhydra": "FedHydra"}.get(method, method)] = man.get("seconds")
-            rt = man.get("runtime") or {}
-            devices.add(str(rt.get("gpu") or rt.get("cpu") or rt.get("device", "?")))
+            groups.setdefault(f"R={r}", {})[SHORT.get(method, method)] = man.get("seconds")
+            devices.add(_device_name(man))
         panels[f"{DATASETS.get(run.dataset, run.dataset)}{' (stand-in)' if run.stand_in else ''}"] = groups
     if panels:
         return grouped_bar_panels(panels, out, ylabel="seconds",
@@ -464,13 +470,12 @@ def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], 
         dev = {}
         if (Path(run.root) / "device.json").exists():
             dev = json.loads((Path(run.root) / "device.json").read_text())
-            devices |= {str((v.get("runtime") or {}).get("gpu") or (v.get("runtime") or {}).get("device"))
-                        for v in [dev.get("train", {})] + list(dev.get("servers", {}).values())}
+            devices |= {_device_name(v) for v in [dev.get("train", {})] + list(dev.get("servers", {}).values())}
         quick = quick_runs.get(name)
         for key in sorted(run.metrics, key=lambda k: (list(METHODS).index(k.split("-")[0]), k)):
             m = run.metrics[key]
             base = key.split("-")[0]
-            label = METHODS[base].replace(" (ours)", "") + (f" [{key.split('-', 1)[1]}]" if "-" in key else "")
+            label = SHORT[base] + (f" [{key.split('-', 1)[1]}]" if "-" in key else "")
             paper = table1.at[METHODS[base], col] if key == base and col in table1.columns else float("nan")
             rows.append({"run": name, "method": label, "paper profile final": m["acc_final"],
                          "paper profile best": m["acc_best"],
