@@ -53,3 +53,30 @@ def test_library_code_a_method_imports_is_a_server_dep(path):
             target = target.with_suffix(".py") if target.with_suffix(".py").exists() else target
             assert any(target == Path(d) or Path(d) in target.parents for d in deps), \
                 f"{path.name} imports ..{node.module}; add {target} to the server stage's deps in dvc.yaml"
+
+
+def _stages(dvc_yaml: str) -> dict:
+    return yaml.safe_load(Path(dvc_yaml).read_text())["stages"]
+
+
+@pytest.mark.parametrize("dvc_yaml", ["dvc.yaml", "papers/fedhydra/dvc.yaml"])
+def test_stages_running_the_server_round_depend_on_it(dvc_yaml):
+    """stages/server.py hands the method, its context and its seeded run to protocols/one_shot.py: every stage
+    that runs server code must list that file (or the whole protocols folder) among its deps."""
+    for name, stage in _stages(dvc_yaml).items():
+        deps = stage.get("deps") or []
+        if "src/osfl/stages/server.py" in deps:
+            assert {"src/osfl/protocols/one_shot.py", "src/osfl/protocols"} & set(deps), \
+                f"{dvc_yaml}: stage {name} runs server code; add src/osfl/protocols/one_shot.py to its deps"
+
+
+def test_library_code_the_server_round_imports_is_a_server_dep():
+    deps = _stages("dvc.yaml")["server"]["deps"]
+    tree = ast.parse(Path("src/osfl/protocols/one_shot.py").read_text())
+    for node in ast.walk(tree):
+        # `..methods` is the registry (name lookup); each method's own file is a dep through ${item.method}
+        if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module not in UNTRACKED | {"methods"}:
+            target = Path("src/osfl", *node.module.split("."))
+            target = target.with_suffix(".py") if target.with_suffix(".py").exists() else target
+            assert any(target == Path(d) or Path(d) in target.parents for d in deps), \
+                f"protocols/one_shot.py imports ..{node.module}; add {target} to the server stage's deps in dvc.yaml"

@@ -14,8 +14,9 @@ import yaml
 from osfl.clients.cohort import initial_states
 from osfl.config import get_profile, validate_main
 from osfl.errors import ConfigError
-from osfl.protocols.multi_round import RoundsConfig, read_rounds, run_rounds
+from osfl.protocols.multi_round import RoundsConfig, read_rounds
 from osfl.stages.common import ExperimentPaths
+from osfl.stages import rounds as rounds_stage
 
 SHAPE = (1, 28, 28)
 REPO_PARAMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
@@ -50,9 +51,8 @@ def setting(tmp_path_factory):
 def run(params, T=2, local_epochs=50, **hooks):
     cfg = validate_main(params)
     rounds = read_rounds({"rounds": {"T": T, "local_epochs": local_epochs}}, cfg["profile"])
-    paths = ExperimentPaths("main", "digits")
-    return run_rounds(params, cfg, paths, hooks.pop("method", "fedavg"), rounds, torch.device("cpu"),
-                      progress=False, **hooks)
+    return rounds_stage.run(params, cfg, ExperimentPaths("main", "digits"), hooks.pop("method", "fedavg"), rounds,
+                            torch.device("cpu"), progress=False, **hooks)
 
 
 def states_equal(a: dict, b: dict) -> bool:
@@ -91,6 +91,17 @@ def test_runs_are_deterministic(setting, monkeypatch):
     assert a.records[0]["server_epochs"] == 2  # DENSE 200 epochs x 0.01, fresh every round
     assert states_equal(a.model.state_dict(), b.model.state_dict())
     assert a.choices["g_steps"] == 2
+
+
+def test_feddf_rounds_get_the_auxiliary_data(setting, monkeypatch):
+    """The stage hands FedDF's aux-data loader to every round (fmnist: prepared on first use, a stand-in at smoke
+    when the data cannot be obtained)."""
+    monkeypatch.chdir(setting)
+    params = smoke_params()
+    params["server"] = {**params["server"], "feddf": {"aux_data": "fmnist", "steps_per_epoch": 2}}
+    res = run(params, T=1, method="feddf")
+    assert res.records[0]["server_epochs"] == 2 and res.choices["aux_data"] == "fmnist"
+    assert (setting / "data" / "aux" / "fmnist" / "meta.json").exists()
 
 
 @pytest.mark.parametrize("extra,method,match", [

@@ -34,14 +34,13 @@ from tqdm.auto import tqdm
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..config import check_int, scaled_epochs
-from ..data import load_prepared
+from ..data import ArrayData
 from ..errors import ConfigError
 from ..methods import METHODS
-from ..partition import load_partition
+from ..partition import Partition
 from ..profiles import Profile
 from ..runtime import derive_seed
-from ..stages.common import require_input, test_tensors
-from ..stages.server import build_context, make_method, run_method
+from .one_shot import build_context, make_method, run_method
 
 DEFAULTS = {"T": 5, "local_epochs": 50}  # FedHydra: T = 1..5 global rounds, E = 50 (V000 App. C.2)
 
@@ -96,6 +95,12 @@ def check_protocol(cfg: dict, method: str) -> None:
                                            f"(every client uses model)")
 
 
+def check_run(params: dict, cfg: dict, method: str) -> None:
+    """Everything that can fail before any work: the protocol's limits and the method's hyper-parameters."""
+    check_protocol(cfg, method)
+    make_method(params, cfg, method)
+
+
 @dataclass
 class RoundsResult:
     records: list[dict]  # one per round: round, test_acc, server_seconds, local_seconds, client_acc_mean, ...
@@ -105,25 +110,25 @@ class RoundsResult:
     test_samples: int  # size of the test set the accuracies are measured on
 
 
-def run_rounds(params: dict, cfg: dict, paths, method_name: str, rounds: RoundsConfig, device: torch.device, *,
-               progress: bool = True,
+def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: tuple[torch.Tensor, torch.Tensor],
+               method_name: str, rounds: RoundsConfig, device: torch.device, *, progress: bool = True,
+               aux_loader: Callable[[str], torch.Tensor] | None = None,
                on_round_start: Callable[[int, list[nn.Module]], None] | None = None,
                on_round_end: Callable[[int, nn.Module], None] | None = None) -> RoundsResult:
-    """Run ``rounds.T`` rounds of ``method_name`` on the experiment ``paths`` (prepared data, partition).
+    """Run ``rounds.T`` rounds of ``method_name`` on the prepared ``data`` split by ``part``; every round's global
+    model is tested on ``test`` = (uint8 images, labels) on ``device``. ``aux_loader`` gives FedDF its
+    auxiliary data (see :func:`osfl.protocols.one_shot.build_context`).
 
     ``on_round_start(t, client_models)`` is called before local training of round t (the models hold their
     start state); ``on_round_end(t, global_model)`` after the round's global model is evaluated.
     """
-    check_protocol(cfg, method_name)
-    make_method(params, cfg, method_name)  # its hyper-parameters fail here, before any work
+    check_run(params, cfg, method_name)
     spec, profile, seed, local, accel = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["local"], cfg["runtime"]
-    data = load_prepared(require_input(paths.prepared, "prepare"))
-    part = load_partition(require_input(paths.partition / "partition.json", "partition"))
     part.verify(data.y_train)
     augment = resolve_augment(local.augment, spec.shape)
     x_all = torch.from_numpy(data.x_train).to(device)
     y_all = torch.from_numpy(data.y_train).long().to(device)
-    x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
+    x_test, y_test = test
     archs = cfg["client_models"]
     # round 1: the one-shot pipeline's start (same seeds as train_clients)
     start = initial_states(archs, spec.shape, spec.num_classes, seed) if local.init == "shared" else None
@@ -149,8 +154,8 @@ def run_rounds(params: dict, cfg: dict, paths, method_name: str, rounds: RoundsC
                                           x_test=x_test, y_test=y_test, train_info={**train_info, "round": t})
             del cohort
             method = make_method(params, cfg, method_name)  # a fresh server state every round
-            ctx = build_context(cfg, paths, uploads, x_test, y_test, device, progress=progress,
-                                seed=derive_seed(seed, "round", t))
+            ctx = build_context(cfg, uploads, x_test, y_test, device, progress=progress,
+                                seed=derive_seed(seed, "round", t), aux_loader=aux_loader)
             result, server_seconds = run_method(method, ctx, cfg, derive_seed(seed, "round", t, "server",
                                                                             method_name))
         if result.kind != "classifier" or result.model is None:

@@ -7,9 +7,14 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..protocols.multi_round import read_rounds, run_rounds
-from ..runtime import device_info, get_device, read_json, save_state_dict, write_json
-from .common import load_config, parser, run_name, run_stage
+import torch
+
+from ..data import ArrayData, load_prepared
+from ..partition import Partition, load_partition
+from ..protocols.multi_round import RoundsConfig, RoundsResult, check_run, read_rounds, run_rounds
+from ..runtime import derive_seed, device_info, get_device, read_json, save_state_dict, write_json
+from .common import load_config, parser, require_input, run_name, run_stage, test_tensors
+from .server import aux_loader
 
 
 def main(argv=None) -> None:
@@ -19,11 +24,29 @@ def main(argv=None) -> None:
     run_stage(_run, p, argv)
 
 
+def load_inputs(cfg: dict, paths, device: torch.device) -> tuple[ArrayData, Partition, tuple[torch.Tensor, torch.Tensor]]:
+    """The prepared data, the partition and the test set on ``device`` (the subset every stage tests on)."""
+    data = load_prepared(require_input(paths.prepared, "prepare"))
+    part = load_partition(require_input(paths.partition / "partition.json", "partition"))
+    test = test_tensors(data, cfg["profile"], derive_seed(cfg["seed"], "test-subset"), device)
+    return data, part, test
+
+
+def run(params: dict, cfg: dict, paths, method: str, rounds: RoundsConfig, device: torch.device, *,
+        progress: bool = True, **hooks) -> RoundsResult:
+    """The protocol on the experiment ``paths``: its limits checked before the inputs are read, then the rounds
+    (``hooks``: see :func:`osfl.protocols.multi_round.run_rounds`)."""
+    check_run(params, cfg, method)
+    data, part, test = load_inputs(cfg, paths, device)
+    return run_rounds(params, cfg, data, part, test, method, rounds, device, progress=progress,
+                      aux_loader=aux_loader(paths, cfg, device), **hooks)
+
+
 def _run(args) -> None:
     params, cfg, paths = load_config(args)
     rounds = read_rounds(params, cfg["profile"])
     device = get_device()
-    res = run_rounds(params, cfg, paths, args.method, rounds, device, progress=not args.no_progress)
+    res = run(params, cfg, paths, args.method, rounds, device, progress=not args.no_progress)
 
     name = run_name(args)
     out = paths.results / "rounds"

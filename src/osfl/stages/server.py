@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +10,8 @@ import torch
 from ..clients.upload import read_uploads
 from ..data import DATASETS, get_spec, load_prepared, prepare_dataset
 from ..errors import ConfigError
-from ..methods import METHODS, ServerContext, ServerMethod, ServerResult
-from ..runtime import derive_seed, device_info, get_device, save_state_dict, seed_everything, write_json
+from ..protocols.one_shot import build_context, make_method, run_method
+from ..runtime import derive_seed, device_info, get_device, save_state_dict, write_json
 from .common import (load_config, parser, require_input, run_name, run_stage, stand_in_sizes, subset,
                      test_tensors)
 
@@ -22,14 +21,6 @@ def main(argv=None) -> None:
     p.add_argument("--method", required=True, help="server method (registry name)")
     p.add_argument("--tag", default="", help="name a variant (its settings come with --set): written as <method>-<tag>")
     run_stage(_run, p, argv)
-
-
-def method_params(params: dict, name: str) -> dict:
-    server = params.get("server") or {}
-    own = server.get(name) or {}
-    if not isinstance(own, dict):
-        raise ConfigError(f"server.{name}", "must be a mapping of hyper-parameters")
-    return own
 
 
 def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tensor:
@@ -50,33 +41,9 @@ def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tenso
     return torch.from_numpy(np.ascontiguousarray(data.x_train[idx])).to(device)
 
 
-def make_method(params: dict, cfg: dict, name: str) -> ServerMethod:
-    """The method ``name`` with its ``server.<name>`` hyper-parameters (it must be listed in ``methods``)."""
-    if name not in cfg["methods"]:
-        raise ConfigError("methods", f"{name!r} is not in methods={cfg['methods']}")
-    return METHODS.get(name, key="methods")(**method_params(params, name))
-
-
-def build_context(cfg: dict, paths, uploads, x_test: torch.Tensor, y_test: torch.Tensor, device: torch.device, *,
-                  progress: bool, seed: int | None = None) -> ServerContext:
-    """What a server method sees: the uploads, the server architecture, the test set, the aux-data loader.
-
-    ``seed`` (default: the run's seed) seeds the context's generators (:meth:`ServerContext.rng`).
-    """
-    spec = cfg["dataset"]
-    return ServerContext(uploads=uploads, model_name=cfg["model"], input_shape=spec.shape,
-                         num_classes=spec.num_classes, x_test=x_test, y_test=y_test, device=device,
-                         seed=cfg["seed"] if seed is None else seed, profile=cfg["profile"], progress=progress,
-                         dataset=spec.name, aux_loader=lambda name: aux_images(name, paths, cfg, device))
-
-
-def run_method(method: ServerMethod, ctx: ServerContext, cfg: dict, seed: int) -> tuple[ServerResult, float]:
-    """Seed every global generator with ``seed``, run ``method`` (under the runtime's autocast); (result, s)."""
-    seed_everything(seed)
-    t0 = time.perf_counter()
-    with cfg["runtime"].autocast(ctx.device):
-        result = method.run(ctx)
-    return result, time.perf_counter() - t0
+def aux_loader(paths, cfg: dict, device: torch.device):
+    """FedDF's auxiliary-data loader for :func:`osfl.protocols.one_shot.build_context`."""
+    return lambda name: aux_images(name, paths, cfg, device)
 
 
 def _run(args) -> None:
@@ -87,7 +54,8 @@ def _run(args) -> None:
     data = load_prepared(require_input(paths.prepared, "prepare"))
     uploads = read_uploads(require_input(paths.clients, "train_clients"))
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
-    ctx = build_context(cfg, paths, uploads, x_test, y_test, device, progress=not args.no_progress)
+    ctx = build_context(cfg, uploads, x_test, y_test, device, progress=not args.no_progress,
+                        aux_loader=aux_loader(paths, cfg, device))
     accel = cfg["runtime"]
     result, seconds = run_method(method, ctx, cfg, derive_seed(seed, "server", args.method))
 

@@ -1,0 +1,56 @@
+"""The server side of one round: a method built from its ``server.<name>`` hyper-parameters, the context it sees
+and its seeded run. The one-shot server stage runs it once; the multi-round protocol once per round.
+
+Nothing here reads or writes files: the caller loads the uploads and the test set and passes FedDF's auxiliary
+data as a loader (``aux_loader(name) -> uint8 images on the device``).
+"""
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+
+from ..clients.upload import ClientUpload
+from ..errors import ConfigError
+from ..methods import METHODS, ServerContext, ServerMethod, ServerResult
+from ..runtime import seed_everything
+
+
+def method_params(params: dict, name: str) -> dict:
+    """The ``server.<name>`` mapping of ``params`` (empty when absent)."""
+    server = params.get("server") or {}
+    own = server.get(name) or {}
+    if not isinstance(own, dict):
+        raise ConfigError(f"server.{name}", "must be a mapping of hyper-parameters")
+    return own
+
+
+def make_method(params: dict, cfg: dict, name: str) -> ServerMethod:
+    """The method ``name`` with its ``server.<name>`` hyper-parameters (it must be listed in ``methods``)."""
+    if name not in cfg["methods"]:
+        raise ConfigError("methods", f"{name!r} is not in methods={cfg['methods']}")
+    return METHODS.get(name, key="methods")(**method_params(params, name))
+
+
+def build_context(cfg: dict, uploads: list[ClientUpload], x_test: torch.Tensor, y_test: torch.Tensor,
+                  device: torch.device, *, progress: bool, seed: int | None = None,
+                  aux_loader: Callable[[str], torch.Tensor] | None = None) -> ServerContext:
+    """What a server method sees: the uploads, the server architecture, the test set, the aux-data loader.
+
+    ``seed`` (default: the run's seed) seeds the context's generators (:meth:`ServerContext.rng`).
+    """
+    spec = cfg["dataset"]
+    return ServerContext(uploads=uploads, model_name=cfg["model"], input_shape=spec.shape,
+                         num_classes=spec.num_classes, x_test=x_test, y_test=y_test, device=device,
+                         seed=cfg["seed"] if seed is None else seed, profile=cfg["profile"], progress=progress,
+                         dataset=spec.name, aux_loader=aux_loader)
+
+
+def run_method(method: ServerMethod, ctx: ServerContext, cfg: dict, seed: int) -> tuple[ServerResult, float]:
+    """Seed every global generator with ``seed``, run ``method`` (under the runtime's autocast); (result, s)."""
+    seed_everything(seed)
+    t0 = time.perf_counter()
+    with cfg["runtime"].autocast(ctx.device):
+        result = method.run(ctx)
+    return result, time.perf_counter() - t0
