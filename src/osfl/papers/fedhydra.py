@@ -48,7 +48,7 @@ ROUND_TABLES = {"table05": ("cifar10", "dir0.1"), "table08": ("svhn", "dir0.1"),
 for _t, (_d, _s) in ROUND_TABLES.items():
     NEEDS[_t] = f"multiround.datasets: [{_d}] with {_s} in multiround.splits"
 HETERO_TABLES = {"table03": (("cifar10",), ALPHAS), "table09": (("svhn",), ALPHAS), "table10": (("svhn", "cifar10"), ())}
-HETERO_METHODS = {"feddf": "FedDF", "dense": "DENSE", "coboost": "Co-Boosting", "fedhydra": "FedHydra"}
+HETERO_METHODS = {m: SHORT[m] for m in ("feddf", "dense", "coboost", "fedhydra")}  # Tables 3, 9, 10 (data-free)
 
 
 @dataclass
@@ -561,7 +561,7 @@ def _write_runs(runs: dict[str, Run], path: Path, profile: str) -> Path:
 # tables whose text claims FedHydra is best in every row: id -> (FedHydra column, the competing columns)
 ROW_CLAIMS = {t: ("Server(ResNet18) FedHydra", [f"Server(ResNet18) {v}" for k, v in HETERO_METHODS.items()
                                                if k != "fedhydra"]) for t in HETERO_TABLES}
-ROW_CLAIMS.update({t: ("FedHydra", ["FedAvg", "OT", "FedDF", "DENSE", "Co-Boosting"])
+ROW_CLAIMS.update({t: (SHORT["fedhydra"], [v for k, v in SHORT.items() if k != "fedhydra"])
                    for t in ("table04", "table07", *ROUND_TABLES)})
 
 
