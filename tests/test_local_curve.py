@@ -3,24 +3,15 @@ tested along local training, the FedAvg point is the weighted average of the cli
 import copy
 import csv
 import json
-import os
 from pathlib import Path
 
 import pytest
-import torch
 import yaml
 
 from osfl.errors import ConfigError
-from osfl.stages.local_curve import average_states, curve_settings
+from osfl.stages.local_curve import curve_settings
 
 REPO_PARAMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml").read_text())
-
-
-def test_average_states_weights_floats_and_keeps_integer_buffers():
-    a = {"w": torch.tensor([1.0, 2.0]), "n": torch.tensor(3)}
-    b = {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor(7)}
-    avg = average_states([a, b], [1, 3])
-    assert torch.allclose(avg["w"], torch.tensor([2.5, 5.0])) and int(avg["n"]) == 3
 
 
 @pytest.mark.parametrize("value", [0, -1, 2.5, "x"])

@@ -3,7 +3,8 @@
 The clients of a one-shot run (same partition, initial model and seeds as ``train_clients``) train for
 ``localcurve.epochs`` local epochs (the paper: 400; scaled by the profile); every ``localcurve.every`` epochs
 (the paper's caption: 20, its text: 40, AMBIG-25) each client is tested and a copy of its weights kept, and the
-sample-weighted average of the copies taken at the same epoch (FedAvg, BN statistics included) is tested too.
+sample-weighted average of the copies taken at the same epoch (FedAvg's own averaging, BN statistics included)
+is tested too.
 Writes ``results/<experiment>/local_curve.csv`` (epoch, fedavg, client_1..client_m) and ``local_curve.json``
 (the settings in force). No uploads: nothing else reads these clients.
 """
@@ -19,6 +20,7 @@ from ..config import scaled_epochs
 from ..data import load_prepared
 from ..errors import ConfigError
 from ..evaluation import accuracy
+from ..methods.base import average_state_dicts
 from ..models import build_model
 from ..partition import load_partition
 from ..runtime import derive_seed, device_info, get_device, read_json, write_json
@@ -37,18 +39,6 @@ def curve_settings(params: dict) -> tuple[int, int]:
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ConfigError(key, f"must be a positive integer, got {v!r}")
     return epochs, every
-
-
-def average_states(states: list[dict[str, torch.Tensor]], weights: list[float]) -> dict[str, torch.Tensor]:
-    """Σ_k w_k θ_k / Σ w (integer buffers such as BN's step counter are taken from the first client)."""
-    total = float(sum(weights))
-    out = {}
-    for name, first in states[0].items():
-        if first.is_floating_point():
-            out[name] = sum(w * s[name] for w, s in zip(weights, states)) / total
-        else:
-            out[name] = first.clone()
-    return out
 
 
 def _run(args) -> None:
@@ -85,7 +75,7 @@ def _run(args) -> None:
     probe = build_model(archs[0], spec.shape, spec.num_classes).to(device)
     rows = []
     for i, point in enumerate(results[0].curve):
-        probe.load_state_dict(average_states([snapshots[k][i] for k in range(len(cohort))], sizes))
+        probe.load_state_dict(average_state_dicts([snapshots[k][i] for k in range(len(cohort))], sizes))
         row = {"epoch": point["epoch"], "fedavg": accuracy(probe, x_test, y_test)}
         row.update({f"client_{k + 1}": results[k].curve[i]["test_acc"] for k in range(len(cohort))})
         rows.append(row)
