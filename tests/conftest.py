@@ -1,5 +1,23 @@
+"""Suite set-up and the suite's own time breakdown.
+
+At the end of every run (CI included) the terminal summary prints:
+
+* seconds per test file and per paper (set-up, call and tear-down of its tests, fixtures included), against the
+  per-paper budget of README "Tests and benchmarks" (``BUDGET_S``): a paper over its budget, or the whole suite
+  over ``SUITE_BUDGET_S``, prints a WARNING line (not a failure);
+* per DVC command the tests ran: wall time, the number of stages, their start-up and import seconds, their work
+  seconds and what is left, DVC's own overhead (hashing, locks, lock file);
+* per stage script (and server method): how many ran, start-up and imports, work.
+
+Stage processes record themselves through ``OSFL_STAGE_TIMES`` (``osfl.stages.common.run_stage``); the commands
+through ``tests/helpers.sh``. With pytest-xdist the workers append to one file named by ``OSFL_SUITE_TIMES``.
+"""
+import json
 import os
 import sys
+import tempfile
+import time
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -8,8 +26,112 @@ ROOT = Path(__file__).resolve().parents[1]
 os.chdir(ROOT)  # tests read params.yaml and dvc.yaml from the repository root
 sys.path.insert(0, str(ROOT / "src"))
 os.environ.setdefault("OSFL_DEVICE", "cpu")
+if os.environ.get("PYTEST_XDIST_WORKER"):  # workers share the cores: one thread each (before torch is imported)
+    os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
+
+# Seconds of wall time per paper on the 2-core CI machine with two xdist workers (README "Tests and benchmarks").
+# "core" is everything that is not one paper's pipeline (library unit tests, the main pipeline, benchmarks).
+BUDGET_S = {"core": 300, "fedhydra": 150, "fedmho": 150, "ofeded": 150, "hfldd": 150}
+SUITE_BUDGET_S = 600  # pytest's share of CI's 15 minutes (installation takes the rest)
+PAPER_OF_FILE = {"test_fedhydra_pipeline.py": "fedhydra", "test_fedhydra_claims.py": "fedhydra",
+                 "test_fedhydra_golden.py": "fedhydra"}
+
+
+def paper_of(nodeid: str) -> str:
+    name = Path(nodeid.split("::")[0]).name
+    if name in PAPER_OF_FILE:
+        return PAPER_OF_FILE[name]
+    for paper in BUDGET_S:
+        if paper != "core" and paper in name:
+            return paper
+    return "core"
 
 
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+DURATIONS: dict[str, float] = defaultdict(float)  # nodeid -> set-up + call + tear-down seconds
+T0 = time.perf_counter()
+
+
+def pytest_configure(config):
+    if not os.environ.get("OSFL_SUITE_TIMES"):  # the controller (or a plain run); xdist workers inherit it
+        fd, path = tempfile.mkstemp(prefix="osfl-suite-times-", suffix=".jsonl")
+        os.close(fd)
+        os.environ["OSFL_SUITE_TIMES"] = path
+
+
+def pytest_runtest_logreport(report):
+    DURATIONS[report.nodeid] += report.duration
+
+
+def _stage_key(rec: dict) -> str:
+    return f"{rec['stage']}@{rec['method']}" if rec.get("method") else rec["stage"]
+
+
+def time_breakdown(durations: dict[str, float], commands: list[dict], wall: float) -> tuple[list[str], list[str]]:
+    """(lines of the breakdown, WARNING lines) from per-test seconds and the command records."""
+    lines, warnings = [], []
+    per_file, per_paper = defaultdict(float), defaultdict(float)
+    for nodeid, s in durations.items():
+        per_file[nodeid.split("::")[0]] += s
+        per_paper[paper_of(nodeid)] += s
+    total = sum(durations.values())
+    lines.append(f"pytest wall {wall:.0f} s; test time summed over workers {total:.0f} s")
+    lines.append("per paper (s, budget):")
+    for paper, s in sorted(per_paper.items(), key=lambda kv: -kv[1]):
+        budget = BUDGET_S.get(paper)
+        lines.append(f"  {paper:<10} {s:7.1f}  / {budget}")
+        if budget is not None and s > budget:
+            warnings.append(f"WARNING: {paper} tests took {s:.0f} s, over their budget of {budget} s "
+                            "(README 'Tests and benchmarks')")
+    if wall > SUITE_BUDGET_S:
+        warnings.append(f"WARNING: the suite took {wall:.0f} s, over its budget of {SUITE_BUDGET_S} s")
+    lines.append("per test file (s):")
+    for f, s in sorted(per_file.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {s:7.1f}  {f}")
+    if commands:
+        lines.append("per DVC/stage command (s): wall = stages' start-up+imports + stages' work + DVC's own overhead")
+        for c in sorted(commands, key=lambda c: -c["wall"])[:15]:
+            st = c["stages"]
+            start = sum(r["startup_s"] for r in st)
+            work = sum(r["work_s"] for r in st)
+            lines.append(f"  {c['wall']:7.1f}  {c['cmd']:<28} stages {len(st):3d}  start-up {start:6.1f}  "
+                         f"work {work:6.1f}  dvc {c['wall'] - start - work:6.1f}  [{c['test']}]")
+        per_stage = defaultdict(lambda: [0, 0.0, 0.0])
+        for c in commands:
+            for r in c["stages"]:
+                agg = per_stage[_stage_key(r)]
+                agg[0] += 1
+                agg[1] += r["startup_s"]
+                agg[2] += r["work_s"]
+        lines.append("per stage script (count, start-up+imports s, work s):")
+        for k, (n, start, work) in sorted(per_stage.items(), key=lambda kv: -(kv[1][1] + kv[1][2])):
+            lines.append(f"  {k:<28} {n:4d}  {start:7.1f}  {work:7.1f}")
+        n_cmd = len(commands)
+        all_wall = sum(c["wall"] for c in commands)
+        all_start = sum(r["startup_s"] for c in commands for r in c["stages"])
+        all_work = sum(r["work_s"] for c in commands for r in c["stages"])
+        lines.append(f"all {n_cmd} commands: wall {all_wall:.0f} s = start-up+imports {all_start:.0f} s + work "
+                     f"{all_work:.0f} s + DVC overhead {all_wall - all_start - all_work:.0f} s")
+    return lines, warnings
+
+
+def read_commands(path: str | None) -> list[dict]:
+    if not path or not Path(path).exists():
+        return []
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller prints
+        return
+    wall = time.perf_counter() - T0
+    lines, warnings = time_breakdown(DURATIONS, read_commands(os.environ.get("OSFL_SUITE_TIMES")), wall)
+    terminalreporter.section("time breakdown")
+    for line in lines:
+        terminalreporter.write_line(line)
+    for line in warnings:
+        terminalreporter.write_line(line, yellow=True, bold=True)

@@ -1,23 +1,47 @@
 """Shared by the pipeline tests: run a command with the venv's tools first on PATH, copy the working tree."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 BIN = str(Path(sys.executable).parent)
+# one thread per process: stages run under pytest-xdist workers that share the machine's cores
+THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 def sh(*args, cwd, check=True, env_extra=None) -> subprocess.CompletedProcess:
+    """Run a command; a ``dvc``/``python -m osfl.stages`` command's wall time and its stages' times (start-up and
+    imports, work) go to the suite's time log (``OSFL_SUITE_TIMES``, printed at the end of the run)."""
     env = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), "OSFL_DEVICE": "cpu",
-           "DVC_NO_ANALYTICS": "1", "PYTHONPATH": ""}
+           "DVC_NO_ANALYTICS": "1", "PYTHONPATH": "", **THREADS}
     env.update(env_extra or {})
+    stage_log = tempfile.NamedTemporaryFile(prefix="stages-", suffix=".jsonl", delete=False)
+    stage_log.close()
+    env["OSFL_STAGE_TIMES"] = stage_log.name
+    t0 = time.perf_counter()
     p = subprocess.run(list(args), cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    log_command(list(args), wall, Path(stage_log.name))
     if check and p.returncode != 0:
         raise AssertionError(f"{' '.join(args)} failed ({p.returncode}):\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}")
     return p
+
+
+def log_command(args: list[str], wall: float, stage_log: Path) -> None:
+    """One JSON line per command in the suite's time log: the command, its wall time, its stages' records."""
+    stages = [json.loads(line) for line in stage_log.read_text().splitlines() if line.strip()]
+    stage_log.unlink(missing_ok=True)
+    suite_log = os.environ.get("OSFL_SUITE_TIMES")
+    if suite_log and (stages or args[:1] == ["dvc"]):
+        test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0]
+        with open(suite_log, "a") as f:
+            f.write(json.dumps({"cmd": " ".join(args[:3]), "test": test, "wall": wall, "stages": stages}) + "\n")
 
 
 def copy_worktree(repo_root: Path, work: Path) -> None:

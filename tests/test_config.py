@@ -42,7 +42,7 @@ def test_client_models_give_each_client_its_architecture():
     ({"alpha": -0.5}, r"^alpha: "),
     ({"clients": 0}, r"^clients: "),
     ({"clients": 100000}, r"^clients: "),
-    ({"profile": "huge"}, r"^profile: unknown profile 'huge'; allowed: paper, quick, smoke"),
+    ({"profile": "huge"}, r"^profile: unknown profile 'huge'; allowed: paper, quick, demo, smoke"),
     ({"local__epochs": -1}, r"^local.epochs: must be >= 0, got -1"),
     ({"local__lr": 0}, r"^local.lr: must be > 0"),
     ({"local__batch_size": 0}, r"^local.batch_size: must be >= 1"),
@@ -67,3 +67,21 @@ def test_profiles_scale_epochs_but_keep_paper_values():
     assert scaled_epochs(200, PROFILES["smoke"]) == 2
     assert scaled_epochs(30, PROFILES["smoke"]) == 1
     assert scaled_epochs(0, PROFILES["smoke"]) == 0
+
+
+@pytest.mark.parametrize("method,keys", [("dense", ("g_steps",)), ("coboost", ("g_steps",)),
+                                         ("fedhydra", ("g_steps", "ms_steps")),
+                                         ("feddf", ("steps_per_epoch", "g_steps"))])
+def test_profiles_scale_steps_per_server_epoch(method, keys):
+    """Steps inside a server epoch: unchanged at paper and quick, halved by demo, x0.1 at smoke (the counts that
+    dominated smoke runs); the paper's value stays the method's default."""
+    from osfl.methods import METHODS
+
+    m = METHODS.get(method)()
+    for k in keys:
+        paper = m.defaults[k]
+        assert m.resolved(PROFILES["paper"])[k] == paper
+        assert m.resolved(PROFILES["quick"])[k] == paper  # the committed quick results keep their step counts
+        assert m.resolved(PROFILES["demo"])[k] == round(paper * 0.5)
+        assert m.resolved(PROFILES["smoke"])[k] == max(1, round(paper * 0.1)) < paper
+        assert m.resolved(PROFILES["demo"])["epochs"] == m.resolved(PROFILES["quick"])["epochs"]

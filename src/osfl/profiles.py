@@ -16,7 +16,9 @@ class Profile:
     """How a profile scales the paper's settings.
 
     ``epoch_scale`` multiplies every epoch-like count (local epochs, server epochs); the result is rounded and
-    at least 1 when the paper's value is at least 1. ``synth_scale`` multiplies the batch size of synthetic
+    at least 1 when the paper's value is at least 1. ``step_scale`` multiplies the step counts inside one server
+    epoch (generator steps, FedHydra's model-stratification steps per (client, class), FedDF's KD steps per
+    epoch): at smoke they dominate a run that is otherwise seconds. ``synth_scale`` multiplies the batch size of synthetic
     (generator) batches and ``width_scale`` the generator's width ``ngf``: on a CPU a paper-size generator step
     (256 images, ngf 64) takes about 1.8 s, so the data-free methods need both to finish in minutes. ``max_train``/``max_test`` cap the number of training and
     test samples used (a seeded, class-stratified subset); ``None`` means all. ``stand_in_data`` allows
@@ -25,6 +27,7 @@ class Profile:
 
     name: str
     epoch_scale: float
+    step_scale: float
     synth_scale: float
     width_scale: float
     max_train: int | None
@@ -34,12 +37,15 @@ class Profile:
 
 
 PROFILES: dict[str, Profile] = {
-    "paper": Profile("paper", 1.0, 1.0, 1.0, None, None, False, "the paper's hyper-parameters, unchanged"),
-    "quick": Profile("quick", 0.1, 0.25, 0.5, None, None, False,
+    "paper": Profile("paper", 1.0, 1.0, 1.0, 1.0, None, None, False, "the paper's hyper-parameters, unchanged"),
+    "quick": Profile("quick", 0.1, 1.0, 0.25, 0.5, None, None, False,
                      "epochs x0.1, synthetic batches x0.25, generator width x0.5, all data: minutes on a CPU"),
-    "smoke": Profile("smoke", 0.01, 0.125, 0.25, 2000, 1000, True,
-                     "epochs x0.01, synthetic batches x0.125, generator width x0.25, "
-                     "<=2000 train / 1000 test samples: seconds"),
+    "demo": Profile("demo", 0.1, 0.5, 0.25, 0.5, None, None, False,
+                    "quick with half the steps per server epoch (generator, model-stratification and KD steps): "
+                    "the main experiment's default, under 5 minutes on a 2-core CPU"),
+    "smoke": Profile("smoke", 0.01, 0.1, 0.0625, 0.25, 1000, 500, True,
+                     "epochs x0.01, steps per server epoch x0.1, synthetic batches x0.0625, generator width x0.25, "
+                     "<=1000 train / 500 test samples, stand-in data allowed: seconds per stage (the tests)"),
 }
 
 

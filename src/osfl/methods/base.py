@@ -7,8 +7,8 @@ global model for many epochs (``trains_global = True``) and the choices in force
 
 Hyper-parameters: ``defaults`` holds the paper's values and the SPEC's proposals for values the paper leaves
 open; ``params.yaml`` may override any of them under ``server.<method>``; an unknown key fails early.
-``epoch_keys``, ``synth_keys`` and ``width_keys`` name the hyper-parameters the ``profile`` knob scales (epoch
-counts, synthetic batch sizes, generator widths; see :class:`osfl.config.Profile`); the values in force are
+``epoch_keys``, ``step_keys``, ``synth_keys`` and ``width_keys`` name the hyper-parameters the ``profile`` knob
+scales (epoch counts, steps per server epoch, synthetic batch sizes, generator widths; see :class:`osfl.config.Profile`); the values in force are
 recorded with the results.
 """
 from __future__ import annotations
@@ -96,6 +96,7 @@ class ServerMethod:
     trains_global: ClassVar[bool] = False
     defaults: ClassVar[dict[str, Any]] = {}
     epoch_keys: ClassVar[tuple[str, ...]] = ()
+    step_keys: ClassVar[tuple[str, ...]] = ()  # steps inside one server epoch (generator, MS, KD steps)
     synth_keys: ClassVar[tuple[str, ...]] = ()
     width_keys: ClassVar[tuple[str, ...]] = ()
     allowed: ClassVar[dict[str, tuple]] = {}  # key -> allowed values, for choice parameters
@@ -127,6 +128,8 @@ class ServerMethod:
         out = dict(self.params)
         for k in self.epoch_keys:
             out[k] = scaled_epochs(int(out[k]), profile)
+        for k in self.step_keys:
+            out[k] = scaled(int(out[k]), profile.step_scale)
         for k in self.synth_keys:
             out[k] = scaled(int(out[k]), profile.synth_scale)
         for k in self.width_keys:

@@ -49,6 +49,7 @@ class CoBoosting(ServerMethod):
     allowed = {"cosine": (True, False)}
     positive = ("g_steps", "lr_g", "synthesis_batch", "nz", "ngf", "adv_T", "kd_T", "lr", "kd_batch")
     epoch_keys = ("epochs",)
+    step_keys = ("g_steps",)
     synth_keys = ("synthesis_batch", "kd_batch")
     width_keys = ("ngf",)
 

@@ -43,6 +43,7 @@ class Dense(ServerMethod):
                "synth_augment": ("crop_flip", "flip", "none"), "kd_augment": ("auto", "crop_flip", "flip", "none")}
     positive = ("g_steps", "lr_g", "synthesis_batch", "nz", "ngf", "T", "lr", "kd_batch")
     epoch_keys = ("epochs",)
+    step_keys = ("g_steps",)
     synth_keys = ("synthesis_batch", "kd_batch")
     width_keys = ("ngf",)
 

@@ -41,6 +41,7 @@ class FedDF(ServerMethod):
     allowed = {"init": ("fedavg", "random"), "weighting": ("samples", "uniform"), "cosine": (True, False)}
     positive = ("steps_per_epoch", "batch_size", "T", "g_steps", "lr_g", "nz", "ngf")
     epoch_keys = ("epochs",)
+    step_keys = ("steps_per_epoch", "g_steps")
     synth_keys = ("batch_size",)
     width_keys = ("ngf",)
 

@@ -160,6 +160,7 @@ class FedHydra(ServerMethod):
                "ms_batched": ("auto", True, False)}
     positive = ("g_steps", "ms_steps", "lr_g", "synthesis_batch", "ms_batch", "nz", "ngf", "T", "eps", "lr")
     epoch_keys = ("epochs",)
+    step_keys = ("g_steps", "ms_steps")
     synth_keys = ("synthesis_batch", "ms_batch")
     width_keys = ("ngf",)
 

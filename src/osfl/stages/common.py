@@ -121,16 +121,53 @@ def resolve_per_dataset(params: dict) -> dict:
     return params
 
 
+def _process_started() -> float:
+    """When this process began importing ``osfl`` (interpreter start-up before that, about 0.05 s, is not
+    counted; a process's own creation time would be wrong for the last command of a shell's ``a && b``, which
+    the shell execs in its own process)."""
+    from .. import IMPORTED_AT
+
+    return IMPORTED_AT
+
+
+def record_stage_time(prog: str, argv: list[str], started: float, work_from: float, ok: bool) -> None:
+    """Append one JSON line to ``$OSFL_STAGE_TIMES`` (set by the test suite; nothing is written otherwise):
+    the stage, its start-up and import seconds (``osfl`` first imported to the stage's own code) and its work
+    seconds."""
+    import json
+    import os
+
+    log = os.environ.get("OSFL_STAGE_TIMES")
+    if not log:
+        return
+    end = time.time()
+    stage = prog.removesuffix(".py")
+    method = argv[argv.index("--method") + 1] if "--method" in argv[:-1] else ""
+    rec = {"stage": stage, "method": method, "argv": argv, "started": started,
+           "startup_s": round(work_from - started, 3), "work_s": round(end - work_from, 3), "ok": ok}
+    with open(log, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
 def run_stage(fn: Callable[[argparse.Namespace], Any], p: argparse.ArgumentParser, argv=None) -> None:
-    """Parse args, run ``fn``; a ConfigError becomes one line on stderr and exit code 2."""
+    """Parse args, run ``fn``; a ConfigError becomes one line on stderr and exit code 2.
+
+    Prints the stage's time; under the test suite (``OSFL_STAGE_TIMES``) also records start-up and work time.
+    """
+    started, work_from = _process_started(), time.time()
     args = p.parse_args(argv)
+    ok = False
     try:
         t0 = time.perf_counter()
         fn(args)
-        print(f"[{p.prog}] done in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        ok = True
+        print(f"[{p.prog}] done in {time.perf_counter() - t0:.1f} s "
+              f"(start-up and imports {work_from - started:.1f} s)", file=sys.stderr)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    finally:
+        record_stage_time(p.prog, sys.argv[1:] if argv is None else list(argv), started, work_from, ok)
 
 
 def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
