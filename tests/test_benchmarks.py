@@ -3,6 +3,7 @@ machine's). What is checked is that both paths of each benchmark ran and did the
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ def bench(name: str, tmp_path: Path, *args: str) -> dict:
     p = subprocess.run([sys.executable, f"benchmarks/{name}.py", *args, "--out", str(out)],
                        capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "x" in p.stdout  # the printed ratio
+    assert re.search(r"(ratio|speed-up) +\d+\.\d\dx", p.stdout), p.stdout  # the printed ratio (fast path vs reference)
     return json.loads(out.read_text())["results"][0]
 
 

@@ -24,7 +24,7 @@ def with_(**changes):
 
 def test_default_params_are_valid():
     cfg = validate_main(BASE)
-    assert cfg["dataset"].name == "digits" and cfg["profile"].name == "quick" and cfg["model"] == "cnn2"
+    assert cfg["dataset"].name == "digits" and cfg["profile"].name == "demo" and cfg["model"] == "cnn2"
 
 
 def test_client_models_give_each_client_its_architecture():

@@ -210,7 +210,7 @@ def test_paper_defaults_are_written_unchanged():
         assert m.resolved(paper) == m.params  # the paper profile changes nothing
 
 
-@pytest.mark.parametrize("profile,stand_in", [("quick", None), ("smoke", (2000, 1000))])
+@pytest.mark.parametrize("profile,stand_in", [("quick", None), ("smoke", (1000, 500))])
 def test_feddf_aux_data_offline(tmp_path, monkeypatch, profile, stand_in):
     """Unobtainable auxiliary data: one line naming server.feddf.aux_data at quick/paper; at smoke the stand-in
     sizes are offered (the data layer then writes generated arrays, marked stand_in in meta.json)."""
