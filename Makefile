@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh machine:
-#   make repro   install into .venv, then run the main DVC pipeline (digits, quick profile)
+#   make repro   install into .venv, then run the main DVC pipeline (digits, demo profile: under 5 min on 2 cores)
 #   make test    install into .venv, then run the test suite (includes the whole pipeline at smoke profile)
 #   make fedhydra  install, then reproduce FedHydra's tables and figures (papers/fedhydra/dvc.yaml)
 VENV ?= .venv
