@@ -10,7 +10,7 @@ At the end of every run (CI included) the terminal summary prints:
 * per stage script (and server method): how many ran, start-up and imports, work.
 
 Stage processes record themselves through ``OSFL_STAGE_TIMES`` (``osfl.stages.common.run_stage``); the commands
-through ``tests/helpers.sh``. With pytest-xdist the workers append to one file named by ``OSFL_SUITE_TIMES``.
+through ``sh`` of ``tests/helpers.py``. With pytest-xdist the workers append to one file named by ``OSFL_SUITE_TIMES``.
 """
 import json
 import os
@@ -33,14 +33,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):  # workers share the cores: one thread
 # "core" is everything that is not one paper's pipeline (library unit tests, the main pipeline, benchmarks).
 BUDGET_S = {"core": 300, "fedhydra": 150, "fedmho": 150, "ofeded": 150, "hfldd": 150}
 SUITE_BUDGET_S = 600  # pytest's share of CI's 15 minutes (installation takes the rest)
-PAPER_OF_FILE = {"test_fedhydra_pipeline.py": "fedhydra", "test_fedhydra_claims.py": "fedhydra",
-                 "test_fedhydra_golden.py": "fedhydra"}
 
 
 def paper_of(nodeid: str) -> str:
+    """The paper a test file belongs to, from its name (``test_<paper>_*.py``), else "core"."""
     name = Path(nodeid.split("::")[0]).name
-    if name in PAPER_OF_FILE:
-        return PAPER_OF_FILE[name]
     for paper in BUDGET_S:
         if paper != "core" and paper in name:
             return paper
@@ -93,12 +90,12 @@ def time_breakdown(durations: dict[str, float], commands: list[dict], wall: floa
     for f, s in sorted(per_file.items(), key=lambda kv: -kv[1]):
         lines.append(f"  {s:7.1f}  {f}")
     if commands:
+        # (command, its stages' start-up seconds, their work seconds)
+        split = [(c, sum(r["startup_s"] for r in c["stages"]), sum(r["work_s"] for r in c["stages"]))
+                 for c in commands]
         lines.append("per DVC/stage command (s): wall = stages' start-up+imports + stages' work + DVC's own overhead")
-        for c in sorted(commands, key=lambda c: -c["wall"])[:15]:
-            st = c["stages"]
-            start = sum(r["startup_s"] for r in st)
-            work = sum(r["work_s"] for r in st)
-            lines.append(f"  {c['wall']:7.1f}  {c['cmd']:<28} stages {len(st):3d}  start-up {start:6.1f}  "
+        for c, start, work in sorted(split, key=lambda t: -t[0]["wall"])[:15]:
+            lines.append(f"  {c['wall']:7.1f}  {c['cmd']:<28} stages {len(c['stages']):3d}  start-up {start:6.1f}  "
                          f"work {work:6.1f}  dvc {c['wall'] - start - work:6.1f}  [{c['test']}]")
         per_stage = defaultdict(lambda: [0, 0.0, 0.0])
         for c in commands:
@@ -110,11 +107,10 @@ def time_breakdown(durations: dict[str, float], commands: list[dict], wall: floa
         lines.append("per stage script (count, start-up+imports s, work s):")
         for k, (n, start, work) in sorted(per_stage.items(), key=lambda kv: -(kv[1][1] + kv[1][2])):
             lines.append(f"  {k:<28} {n:4d}  {start:7.1f}  {work:7.1f}")
-        n_cmd = len(commands)
-        all_wall = sum(c["wall"] for c in commands)
-        all_start = sum(r["startup_s"] for c in commands for r in c["stages"])
-        all_work = sum(r["work_s"] for c in commands for r in c["stages"])
-        lines.append(f"all {n_cmd} commands: wall {all_wall:.0f} s = start-up+imports {all_start:.0f} s + work "
+        all_wall = sum(c["wall"] for c, _, _ in split)
+        all_start = sum(start for _, start, _ in split)
+        all_work = sum(work for _, _, work in split)
+        lines.append(f"all {len(commands)} commands: wall {all_wall:.0f} s = start-up+imports {all_start:.0f} s + work "
                      f"{all_work:.0f} s + DVC overhead {all_wall - all_start - all_work:.0f} s")
     return lines, warnings
 

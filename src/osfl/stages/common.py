@@ -11,6 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from .. import IMPORTED_AT
 from ..config import Profile, load_params, validate_main
 from ..errors import ConfigError
 
@@ -121,19 +122,13 @@ def resolve_per_dataset(params: dict) -> dict:
     return params
 
 
-def _process_started() -> float:
-    """When this process began importing ``osfl`` (interpreter start-up before that, about 0.05 s, is not
-    counted; a process's own creation time would be wrong for the last command of a shell's ``a && b``, which
-    the shell execs in its own process)."""
-    from .. import IMPORTED_AT
-
-    return IMPORTED_AT
-
-
-def record_stage_time(prog: str, argv: list[str], started: float, work_from: float, ok: bool) -> None:
+def record_stage_time(prog: str, argv: list[str], started: float, work_from: float) -> None:
     """Append one JSON line to ``$OSFL_STAGE_TIMES`` (set by the test suite; nothing is written otherwise):
-    the stage, its start-up and import seconds (``osfl`` first imported to the stage's own code) and its work
-    seconds."""
+    the stage, its start-up and import seconds and its work seconds.
+
+    Start-up is counted from ``osfl.IMPORTED_AT``, when the process first imported ``osfl`` (the interpreter's
+    own start, about 0.05 s, is not counted; the process's creation time would be wrong for the last command of
+    a shell's ``a && b``, which the shell execs in its own process)."""
     import json
     import os
 
@@ -143,8 +138,8 @@ def record_stage_time(prog: str, argv: list[str], started: float, work_from: flo
     end = time.time()
     stage = prog.removesuffix(".py")
     method = argv[argv.index("--method") + 1] if "--method" in argv[:-1] else ""
-    rec = {"stage": stage, "method": method, "argv": argv, "started": started,
-           "startup_s": round(work_from - started, 3), "work_s": round(end - work_from, 3), "ok": ok}
+    rec = {"stage": stage, "method": method, "argv": argv,
+           "startup_s": round(work_from - started, 3), "work_s": round(end - work_from, 3)}
     with open(log, "a") as f:
         f.write(json.dumps(rec) + "\n")
 
@@ -154,20 +149,18 @@ def run_stage(fn: Callable[[argparse.Namespace], Any], p: argparse.ArgumentParse
 
     Prints the stage's time; under the test suite (``OSFL_STAGE_TIMES``) also records start-up and work time.
     """
-    started, work_from = _process_started(), time.time()
+    started, work_from = IMPORTED_AT, time.time()
     args = p.parse_args(argv)
-    ok = False
     try:
         t0 = time.perf_counter()
         fn(args)
-        ok = True
         print(f"[{p.prog}] done in {time.perf_counter() - t0:.1f} s "
               f"(start-up and imports {work_from - started:.1f} s)", file=sys.stderr)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     finally:
-        record_stage_time(p.prog, sys.argv[1:] if argv is None else list(argv), started, work_from, ok)
+        record_stage_time(p.prog, sys.argv[1:] if argv is None else list(argv), started, work_from)
 
 
 def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
