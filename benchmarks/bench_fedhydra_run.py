@@ -30,7 +30,8 @@ from osfl.clients.batched import train_clients
 from osfl.clients.upload import read_uploads, write_upload
 from osfl.config import get_profile, scaled_epochs
 from osfl.data.digits import load_digits_arrays
-from osfl.methods import METHODS, ServerContext
+from osfl.methods import METHODS
+from osfl.methods.base import ServerContext
 from osfl.models import build_model
 from osfl.partition import make_partition
 

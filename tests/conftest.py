@@ -25,7 +25,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 os.chdir(ROOT)  # tests read params.yaml and dvc.yaml from the repository root
 sys.path.insert(0, str(ROOT / "src"))
-os.environ.setdefault("OSFL_DEVICE", "cpu")
 if os.environ.get("PYTEST_XDIST_WORKER"):  # workers share the cores: one thread each (before torch is imported)
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 

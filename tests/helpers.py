@@ -18,7 +18,7 @@ THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 def sh(*args, cwd, check=True, env_extra=None) -> subprocess.CompletedProcess:
     """Run a command; a ``dvc``/``python -m osfl.stages`` command's wall time and its stages' times (start-up and
     imports, work) go to the suite's time log (``OSFL_SUITE_TIMES``, printed at the end of the run)."""
-    env = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""), "OSFL_DEVICE": "cpu",
+    env = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
            "DVC_NO_ANALYTICS": "1", "PYTHONPATH": "", **THREADS}
     env.update(env_extra or {})
     stage_log = tempfile.NamedTemporaryFile(prefix="stages-", suffix=".jsonl", delete=False)

@@ -123,7 +123,7 @@ def test_bf16_autocast_trains_close_to_fp32():
     ({"batched_clients": "on"}, "runtime.batched_clients: unknown value 'on'; allowed: auto, true, false"),
     ({"precision": "fp16"}, "runtime.precision: unknown value 'fp16'; allowed: fp32, bf16"),
     ({"compile": "yes"}, "runtime.compile: must be true or false, got 'yes'"),
-    ({"amp": "bf16"}, "runtime.amp: unknown key; allowed: batched_clients, channels_last, compile, precision"),
+    ({"amp": "bf16"}, "runtime.amp: unknown key; allowed: batched_clients, channels_last, compile, device, precision, threads"),
 ])
 def test_runtime_errors_are_one_line(runtime, message):
     with pytest.raises(ConfigError) as e:

@@ -6,7 +6,8 @@ import torch.nn as nn
 from osfl.clients.upload import read_uploads, write_upload
 from osfl.config import get_profile
 from osfl.errors import ConfigError
-from osfl.methods import METHODS, ServerContext
+from osfl.methods import METHODS
+from osfl.methods.base import ServerContext
 from osfl.methods.base import average_state_dicts
 from osfl.methods.ot import (
     NotSequentialError, align_to_anchor, check_sequential, discover_layers, fuse, sequential_layers,

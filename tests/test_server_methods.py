@@ -12,7 +12,8 @@ import torch.nn as nn
 from osfl.clients.upload import read_uploads, write_upload
 from osfl.config import get_profile
 from osfl.errors import ConfigError
-from osfl.methods import METHODS, ServerContext
+from osfl.methods import METHODS
+from osfl.methods.base import ServerContext
 from osfl.methods.coboost import reweight
 from osfl.methods.fedhydra import guidance_capability, model_stratification, normalise
 from osfl.models import build_model
@@ -187,7 +188,7 @@ def test_feddf_generator_fallback_needs_no_data(tmp_path):
     ("fedhydra", {"distill_data": "all"}, "server.fedhydra.distill_data: unknown value 'all'; allowed: intermediates, pool"),
     ("fedhydra", {"ms_batched": 1}, "server.fedhydra.ms_batched: unknown value 1"),
     ("feddf", {"aux_data": ""}, "server.feddf.aux_data: must be"),
-    ("feddf", {"temperature": 2}, "server.feddf.temperature: unknown parameter"),
+    ("feddf", {"temperature": 2}, "server.feddf.temperature: unknown key"),
 ])
 def test_bad_method_parameters_fail_early_with_one_line(name, params, match):
     with pytest.raises(ConfigError, match=match) as e:

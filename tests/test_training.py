@@ -9,7 +9,8 @@ from osfl.clients.upload import read_uploads, write_upload
 from osfl.config import get_profile
 from osfl.errors import ConfigError
 from osfl.evaluation import accuracy, ensemble_predictor
-from osfl.methods import METHODS, ServerContext
+from osfl.methods import METHODS
+from osfl.methods.base import ServerContext
 from osfl.methods.base import average_state_dicts
 from osfl.models import build_model
 
@@ -124,7 +125,7 @@ def test_ensemble_averages_logits(tmp_path):
 def test_method_parameters_are_checked():
     with pytest.raises(ConfigError, match=r"^server.fedavg.weighting: unknown value 'median'"):
         METHODS.get("fedavg")(weighting="median")
-    with pytest.raises(ConfigError, match=r"^server.ensemble.temperature: unknown parameter"):
+    with pytest.raises(ConfigError, match=r"^server.ensemble.temperature: unknown key"):
         METHODS.get("ensemble")(temperature=2)
 
 

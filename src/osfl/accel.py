@@ -1,6 +1,13 @@
 """Execution switches (``runtime:`` in params.yaml): how a run is computed, not what it computes.
 
-None of these is a hyper-parameter of a paper. ``batched_clients`` gives the same numbers as the sequential path
+None of these is a hyper-parameter of a paper, but all of them are DVC params: a run's numbers are reproduced bit
+for bit only with the same device, thread count and switches (README, "Reproducibility"), so each is part of the
+cache key of the stages that compute with torch.
+
+* ``device``: ``cpu`` | ``cuda`` | ``cuda:<n>``. Where every stage computes (:func:`osfl.runtime.get_device`).
+* ``threads``: intra-op CPU threads (``torch.set_num_threads``), applied by every stage with deterministic
+  algorithms on (:func:`osfl.runtime.apply_execution`); the reductions of the CPU kernels split their work by
+  thread, so another count gives other bits. ``batched_clients`` gives the same numbers as the sequential path
 within float tolerance (``tests/test_batched_training.py``); ``precision``, ``channels_last`` and ``compile`` are
 CUDA speed switches that are OFF by default until they are measured not to move results beyond noise on a GPU.
 The values in force are recorded with every result (client manifests, server manifests).
@@ -16,16 +23,18 @@ The values in force are recorded with every result (client manifests, server man
 from __future__ import annotations
 
 import contextlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
 import torch
 
-from .errors import ConfigError
+from .errors import ConfigError, unknown_key
 
 
 @dataclass(frozen=True)
 class Accel:
+    device: str = "cpu"
+    threads: int = 1
     batched_clients: str | bool = "auto"
     precision: str = "fp32"
     channels_last: bool = False
@@ -36,13 +45,17 @@ class Accel:
     @classmethod
     def from_params(cls, runtime: Mapping[str, Any] | None) -> "Accel":
         runtime = runtime or {}
+        known = [f.name for f in fields(cls)]
         if not isinstance(runtime, Mapping):
-            raise ConfigError("runtime", "must be a mapping (batched_clients, precision, channels_last, compile)")
-        known = {"batched_clients", "precision", "channels_last", "compile"}
+            raise ConfigError("runtime", f"must be a mapping ({', '.join(known)})")
         for key in runtime:
             if key not in known:
-                raise ConfigError(f"runtime.{key}", f"unknown key; allowed: {', '.join(sorted(known))}")
+                raise unknown_key(f"runtime.{key}", known)
         out = cls(**{k: runtime[k] for k in known if k in runtime})
+        if not isinstance(out.device, str):
+            raise ConfigError("runtime.device", f"must be a device name (cpu, cuda, cuda:<n>), got {out.device!r}")
+        if isinstance(out.threads, bool) or not isinstance(out.threads, int) or out.threads < 1:
+            raise ConfigError("runtime.threads", f"must be an integer >= 1, got {out.threads!r}")
         if not (out.batched_clients == "auto" or isinstance(out.batched_clients, bool)):
             raise ConfigError("runtime.batched_clients",
                               f"unknown value {out.batched_clients!r}; allowed: auto, true, false")

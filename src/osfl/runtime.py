@@ -1,11 +1,11 @@
-"""Run-time plumbing shared by all stages: device choice, seeding, deterministic JSON, checkpoints."""
+"""Run-time plumbing shared by all stages: device and threads, seeding, deterministic JSON, checkpoints."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import platform
-import random
 from pathlib import Path
 from typing import Any
 
@@ -13,30 +13,78 @@ import numpy as np
 import torch
 
 
-def get_device(name: str | None = None) -> torch.device:
-    """``OSFL_DEVICE`` (cpu, cuda, cuda:1, ...) if set, else CUDA when present, else CPU.
+def get_device(name: str = "cpu") -> torch.device:
+    """The device named by ``runtime.device`` (``cpu``, ``cuda``, ``cuda:1``, ...).
 
-    The device is not a DVC parameter: results do not depend on it beyond float noise, and it is recorded
-    next to each result (:func:`device_info`).
+    The device is a DVC parameter (part of ``runtime``): a CPU and a GPU run of the same seed differ by float
+    noise and by the code path (batched clients on CUDA), so DVC's cache must not treat them as one run.
     """
-    name = name or os.environ.get("OSFL_DEVICE", "auto")
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(name)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        from .errors import ConfigError
+    from .errors import ConfigError
 
-        raise ConfigError("OSFL_DEVICE", f"{name!r} asked for but CUDA is not available; allowed: cpu, auto")
+    if os.environ.get("OSFL_DEVICE"):
+        raise ConfigError("OSFL_DEVICE", "is no longer read; choose the device with runtime.device "
+                                         "(dvc exp run -S runtime.device=cuda), so that it is part of the cache key")
+    try:
+        dev = torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ConfigError("runtime.device", f"unknown device {name!r}; allowed: cpu, cuda, cuda:<n>") from None
+    if dev.type not in ("cpu", "cuda"):
+        raise ConfigError("runtime.device", f"unknown device {name!r}; allowed: cpu, cuda, cuda:<n>")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("runtime.device", f"{name!r} asked for but CUDA is not available here; allowed: cpu")
     return dev
 
 
+def apply_execution(threads: int, device_name: str) -> torch.device:
+    """Pin how this process computes: ``threads`` intra-op threads, one inter-op thread, deterministic
+    algorithms (``warn_only``: an op without a deterministic CUDA kernel warns instead of failing), no cuDNN
+    auto-tuning. Called by every stage before any work (:func:`osfl.stages.common.load_config`); returns the
+    device. What was in force is recorded with every result (:func:`device_info`)."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS' deterministic workspace
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError:  # already set in this process (tests call stages in-process)
+        pass
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    return get_device(device_name)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), else what :mod:`platform` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def device_info(device: torch.device) -> dict[str, Any]:
-    info = {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads()}
+    """Where and how a result was computed: device, CPU model and the CPU kernels' instruction set (the two
+    facts that decide bit-for-bit agreement on the CPU), threads, torch version, deterministic algorithms."""
+    info = {"device": str(device), "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "deterministic": torch.are_deterministic_algorithms_enabled()}
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
-    else:
-        info["cpu"] = platform.processor() or platform.machine()
     return info
+
+
+@contextlib.contextmanager
+def seeded_init(seed: int):
+    """Draw a model's initial weights from a generator seeded with ``seed``, whatever the caller drew before.
+
+    ``torch.nn`` initialisers read torch's CPU default generator (they take no ``generator``), so it is forked
+    (saved and restored around the block) and seeded: nothing outside the block reads or changes its state.
+    Build the model on the CPU inside the block and move it to the device after, so every device gets the same
+    weights.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def derive_seed(seed: int, *parts: int | str) -> int:
@@ -45,18 +93,44 @@ def derive_seed(seed: int, *parts: int | str) -> int:
     return int.from_bytes(h[:4], "little") & 0x7FFFFFFF
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-
-
 def write_json(path: str | Path, obj: Any) -> Path:
-    """Deterministic JSON (sorted keys, fixed float repr) so identical results give identical bytes."""
+    """Deterministic JSON (sorted keys, fixed float repr) so identical results give identical bytes; written
+    atomically (:func:`write_text`)."""
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: a failure leaves the
+    previous file whole (stage outputs are ``persist``ed, so DVC does not delete them before a run)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
+    tmp = path.with_name(f".{path.name}.part")
+    tmp.write_text(text)
+    os.replace(tmp, path)
     return path
+
+
+@contextlib.contextmanager
+def staged_dir(path: str | Path):
+    """Yield an empty folder beside ``path``; when the block succeeds it replaces ``path`` (the previous folder is
+    removed only then), when it fails it is deleted and ``path`` is left as it was."""
+    import shutil
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent))
+    try:
+        yield stage
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    old = path.with_name(f".{path.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if path.exists():
+        os.replace(path, old)
+    os.replace(stage, path)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def read_json(path: str | Path) -> Any:

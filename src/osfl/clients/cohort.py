@@ -4,10 +4,10 @@ Shared by the ``train_clients`` stage (one shot: one round from the shared initi
 protocol (:mod:`osfl.protocols.multi_round`: every round starts from the broadcast global model). The order of
 the seeded draws is part of the contract (the one-shot stage's outputs must not change):
 
-1. :func:`initial_states`: for each distinct architecture in client order, ``torch.manual_seed`` then one
+1. :func:`initial_states`: for each distinct architecture in client order, :func:`osfl.runtime.seeded_init` then one
    model built (the first architecture under ``derive_seed(seed, "init")``, any other under
    ``derive_seed(seed, "init", arch)``);
-2. :func:`build_cohort`: for each client k, ``torch.manual_seed(derive_seed(seed, "client-init", k))``, one
+2. :func:`build_cohort`: for each client k, ``seeded_init(derive_seed(seed, "client-init", k))``, one
    model built, then the start state loaded (shared init or global model); its data generator is seeded with
    ``data_seed(k)``.
 """
@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 from ..accel import Accel
 from ..evaluation import accuracy
 from ..models import build_model
-from ..runtime import derive_seed
+from ..runtime import derive_seed, seeded_init
 from .batched import train_clients
 from .training import TrainResult
 from .upload import ClientUpload, write_upload
@@ -37,8 +37,8 @@ def initial_states(archs: Sequence[str], shape, num_classes: int, seed: int) -> 
     """One common initial model per architecture (``local.init: shared``), keyed by architecture."""
     states = {}
     for arch in dict.fromkeys(archs):
-        torch.manual_seed(derive_seed(seed, "init") if arch == archs[0] else derive_seed(seed, "init", arch))
-        states[arch] = build_model(arch, shape, num_classes).state_dict()
+        with seeded_init(derive_seed(seed, "init") if arch == archs[0] else derive_seed(seed, "init", arch)):
+            states[arch] = build_model(arch, shape, num_classes).state_dict()
     return states
 
 
@@ -63,8 +63,8 @@ def build_cohort(archs: Sequence[str], client_indices: Sequence[Any], x_all: tor
     ``x_all[client_indices[k]]``; a CPU generator seeded with ``data_seed(k)`` (data order, augmentation)."""
     models, data, gens = [], [], []
     for k, idx in enumerate(client_indices):
-        torch.manual_seed(derive_seed(seed, "client-init", k))
-        model = build_model(archs[k], shape, num_classes)
+        with seeded_init(derive_seed(seed, "client-init", k)):
+            model = build_model(archs[k], shape, num_classes)
         if start is not None:
             model.load_state_dict(start[archs[k]])
         models.append(model.to(device))

@@ -6,7 +6,7 @@
 * ``ensemble``: ``BatchedEnsemble`` (vmapped teacher ensemble with per-model BN losses) and FedHydra's
   ``stratified_aggregate``.
 * ``pool``: ``SyntheticPool`` (uint8 image history, optional labels).
-* ``synthesis``: ``make_generator``, ``frozen_forward``, ``new_latent``, ``generator_adam``, ``restart_synthesis``,
+* ``synthesis``: ``make_generator``, ``frozen_forward``, ``new_latent``, ``random_labels``, ``generator_adam``, ``restart_synthesis``,
   ``BestBatch``, ``kd_step``.
 """
 from .bn_hooks import BNStatHooks, bn_layers, bn_stat_loss
@@ -15,7 +15,7 @@ from .generator import Generator, reset_generator
 from .losses import adversarial_loss, hard_sample_ce, kl_div_t
 from .pool import SyntheticPool, quantize_u8
 from .synthesis import (BestBatch, frozen_forward, generator_adam, kd_step, make_generator, new_latent,
-                        restart_synthesis)
+                        random_labels, restart_synthesis)
 
 __all__ = [
     "BNStatHooks", "bn_layers", "bn_stat_loss",
@@ -23,5 +23,6 @@ __all__ = [
     "Generator", "reset_generator",
     "adversarial_loss", "hard_sample_ce", "kl_div_t",
     "SyntheticPool", "quantize_u8",
-    "BestBatch", "frozen_forward", "generator_adam", "kd_step", "make_generator", "new_latent", "restart_synthesis",
+    "BestBatch", "frozen_forward", "generator_adam", "kd_step", "make_generator", "new_latent", "random_labels",
+    "restart_synthesis",
 ]

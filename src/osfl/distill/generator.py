@@ -45,18 +45,16 @@ class Generator(nn.Module):
         return self.conv_blocks(h)
 
 
-def _normal_(t: torch.Tensor, mean: float, std: float, gen: torch.Generator | None) -> None:
+def _normal_(t: torch.Tensor, mean: float, std: float, gen: torch.Generator) -> None:
     """In-place normal fill that also works when ``gen`` lives on another device than ``t``."""
-    if gen is None:
-        t.normal_(mean, std)
-    elif gen.device == t.device:
+    if gen.device == t.device:
         t.normal_(mean, std, generator=gen)
     else:
         t.copy_(torch.randn(t.shape, generator=gen, device=gen.device, dtype=t.dtype).mul_(std).add_(mean))
 
 
 @torch.no_grad()
-def reset_generator(g: nn.Module, gen: torch.Generator | None = None) -> nn.Module:
+def reset_generator(g: nn.Module, gen: torch.Generator) -> nn.Module:
     """DENSE's reset: Conv/Linear weight ~ N(0, 0.02), bias 0; BatchNorm weight ~ N(1, 0.02), bias 0.
 
     Modules are visited in ``g.modules()`` order, so the same ``gen`` state gives the same weights. Returns ``g``.

@@ -3,8 +3,9 @@
 * ``make_generator``: the DENSE generator sized for a dataset's image shape (28×28×1 or 32×32×3).
 * ``frozen_forward``: run a model with its parameters detached, so that gradients reach only the input (the
   student inside a generator step: the generator is trained against it, the student itself is not updated).
-* ``new_latent``: a latent batch z ~ N(0, I), optionally a leaf that the generator's optimiser updates (DENSE
-  and Co-Boosting optimise z jointly with the generator).
+* ``new_latent``, ``random_labels``: a latent batch z ~ N(0, I) (optionally a leaf that the generator's optimiser
+  updates: DENSE and Co-Boosting optimise z jointly with the generator) and uniform labels, drawn from a seeded
+  CPU generator and moved to the device.
 * ``generator_adam``: the generator optimiser of DENSE, Co-Boosting and FedHydra (Adam, betas (0.5, 0.999)).
 * ``restart_synthesis``: DENSE's and Co-Boosting's epoch start: re-initialised generator, a learnable latent,
   sorted random targets and one Adam over generator and latent.
@@ -19,18 +20,22 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call
 
+from ..runtime import seeded_init
 from .generator import Generator, reset_generator
 from .losses import kl_div_t
 
 
 def make_generator(input_shape: tuple[int, int, int], nz: int, ngf: int, device: torch.device,
-                   gen: torch.Generator | None = None) -> Generator:
-    """DENSE generator for images of ``input_shape`` = (C, H, W), H = W, initialised with DENSE's reset."""
+                   gen: torch.Generator) -> Generator:
+    """DENSE generator for images of ``input_shape`` = (C, H, W), H = W, initialised with DENSE's reset drawn from
+    ``gen``. (torch's own initialisation at construction is overwritten by the reset; it runs under a fixed seed
+    so that no global generator is read or advanced.)"""
     c, h, w = input_shape
     if h != w:
         raise ValueError(f"the generator makes square images; got {h}x{w}")
-    g = Generator(nz=nz, ngf=ngf, img_size=h, nc=c).to(device)
-    return reset_generator(g, gen)
+    with seeded_init(0):
+        g = Generator(nz=nz, ngf=ngf, img_size=h, nc=c)
+    return reset_generator(g.to(device), gen)
 
 
 def frozen_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -39,9 +44,16 @@ def frozen_forward(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return functional_call(model, params, (x,))
 
 
-def new_latent(batch: int, nz: int, device: torch.device, learnable: bool) -> torch.Tensor:
-    z = torch.randn(batch, nz, device=device)
+def new_latent(batch: int, nz: int, device: torch.device, gen: torch.Generator, learnable: bool = False) -> torch.Tensor:
+    """z ~ N(0, I) of shape (batch, nz), drawn from the CPU generator ``gen`` and moved to ``device`` (the same
+    numbers on every device)."""
+    z = torch.randn(batch, nz, generator=gen).to(device)
     return z.requires_grad_(True) if learnable else z
+
+
+def random_labels(batch: int, num_classes: int, device: torch.device, gen: torch.Generator) -> torch.Tensor:
+    """Uniform class labels, drawn from the CPU generator ``gen`` and moved to ``device``."""
+    return torch.randint(0, num_classes, (batch,), generator=gen).to(device)
 
 
 def generator_adam(params, lr: float) -> torch.optim.Adam:
@@ -49,12 +61,14 @@ def generator_adam(params, lr: float) -> torch.optim.Adam:
     return torch.optim.Adam(params, lr=lr, betas=(0.5, 0.999))
 
 
-def restart_synthesis(gen: Generator, rng: torch.Generator | None, batch: int, nz: int, num_classes: int,
+def restart_synthesis(gen: Generator, rng: torch.Generator, batch: int, nz: int, num_classes: int,
                       lr_g: float, device: torch.device):
-    """Reset ``gen``; return (learnable z, sorted targets y, Adam over generator and z with betas (0.5, 0.999))."""
+    """Reset ``gen``; return (learnable z, sorted targets y, Adam over generator and z with betas (0.5, 0.999)).
+
+    The reset, z and y are all drawn from the CPU generator ``rng``."""
     reset_generator(gen, rng)
-    z = new_latent(batch, nz, device, learnable=True)
-    y = torch.randint(0, num_classes, (batch,), device=device).sort().values
+    z = new_latent(batch, nz, device, rng, learnable=True)
+    y = random_labels(batch, num_classes, device, rng).sort().values
     return z, y, generator_adam([{"params": gen.parameters()}, {"params": [z]}], lr_g)
 
 

@@ -4,9 +4,15 @@ See :mod:`osfl.methods.base` for the interface a method implements.
 """
 from __future__ import annotations
 
-from ..registry import Registry, import_submodules
-from .base import ServerContext, ServerMethod, ServerResult  # noqa: F401
+from typing import TYPE_CHECKING
 
+from ..registry import Registry, import_submodules
+
+if TYPE_CHECKING:
+    from .base import ServerMethod
+
+# The interface lives in .base (import ServerContext, ServerMethod, ServerResult from there): this file only
+# registers, so that a stage that merely validates method names and hyper-parameters depends on no method code.
 METHODS: Registry[type[ServerMethod]] = Registry("method", key="methods")
 
 

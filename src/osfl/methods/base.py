@@ -14,15 +14,16 @@ recorded with the results.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import torch
 
-from ..clients.upload import ClientUpload
-from ..config import Profile, scaled, scaled_epochs
-from ..distill import BatchedEnsemble
-from ..errors import ConfigError
-from ..evaluation import Predictor, accuracy
+from ..errors import ConfigError, unknown_key
+from ..profiles import Profile, scaled, scaled_epochs
+
+if TYPE_CHECKING:  # annotations only: validating params (osfl.config) imports this file without them
+    from ..clients.upload import ClientUpload
+    from ..evaluation import Predictor
 
 
 @dataclass
@@ -54,10 +55,14 @@ class ServerContext:
         return x
 
     def evaluate(self, predict: Predictor | torch.nn.Module) -> float:
+        from ..evaluation import accuracy
+
         return accuracy(predict, self.x_test, self.y_test)
 
     def teacher(self, models, weights=None):
         """The client models as one teacher ensemble (one vmapped call per architecture unless turned off)."""
+        from ..distill import BatchedEnsemble
+
         return BatchedEnsemble(models, weights, batched=self.batched_ensemble)
 
     def client_sizes(self) -> list[int]:
@@ -68,15 +73,22 @@ class ServerContext:
         return [u.build_model(self.device).eval() for u in self.uploads]
 
     def rng(self, *tags) -> torch.Generator:
-        """A CPU generator seeded from the run's seed and ``tags`` (augmentation draws, resets)."""
+        """A CPU generator seeded from the run's seed and ``tags`` (latents, labels, augmentation, resets).
+
+        Draw on the CPU and move the result to the device (:func:`osfl.distill.randn`), so that a seed gives the
+        same numbers on every device."""
         from ..runtime import derive_seed
 
         return torch.Generator().manual_seed(derive_seed(self.seed, "server", *tags))
 
     def make_global(self) -> torch.nn.Module:
+        """A fresh global model, its weights drawn on the CPU from the run's seed (the same on every device)."""
         from ..models import build_model
+        from ..runtime import derive_seed, seeded_init
 
-        return build_model(self.model_name, self.input_shape, self.num_classes).to(self.device)
+        with seeded_init(derive_seed(self.seed, "server", "global-init")):
+            model = build_model(self.model_name, self.input_shape, self.num_classes)
+        return model.to(self.device)
 
 
 @dataclass
@@ -106,7 +118,7 @@ class ServerMethod:
         for k, v in params.items():
             key = f"server.{self.name}.{k}"
             if k not in self.defaults:
-                raise ConfigError(key, f"unknown parameter; allowed: {', '.join(sorted(self.defaults)) or 'none'}")
+                raise unknown_key(key, self.defaults)
             if k in self.allowed:
                 if not any(v == a and type(v) is type(a) for a in self.allowed[k]):
                     raise ConfigError(key, f"unknown value {v!r}; allowed: {', '.join(map(str, self.allowed[k]))}")

@@ -62,8 +62,9 @@ class CoBoosting(ServerMethod):
         opt = torch.optim.SGD(student.parameters(), lr=p["lr"], momentum=p["momentum"],
                               weight_decay=p["weight_decay"])
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=p["epochs"]) if p["cosine"] else None
-        gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev)
         reset_rng, pool_rng = ctx.rng("coboost", "reset"), ctx.rng("coboost", "pool")
+        ods_rng = ctx.rng("coboost", "ods")
+        gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, reset_rng)
         pool = SyntheticPool()
 
         def synthesize() -> float:
@@ -111,7 +112,7 @@ class CoBoosting(ServerMethod):
                 return x
             x = x.clone().requires_grad_(True)
             probs = torch.softmax(teacher.combine(teacher(x), w) / p["kd_T"], dim=1)
-            r = torch.empty_like(probs).uniform_(-1.0, 1.0)
+            r = torch.rand(probs.shape, generator=ods_rng).mul_(2.0).sub_(1.0).to(probs.device)  # U(-1, 1)
             (grad,) = torch.autograd.grad((r * probs).sum(), x)
             return (x + grad.sign() * (p["odseta"] / 255.0)).detach()
 

@@ -54,8 +54,8 @@ class Dense(ServerMethod):
         teacher = ctx.teacher(ctx.client_models(), client_weights(ctx, p["weighting"]))
         student = ctx.make_global()
         opt = torch.optim.SGD(student.parameters(), lr=p["lr"], momentum=p["momentum"])
-        gen = make_generator(shape, p["nz"], p["ngf"], dev)
         aug_rng, reset_rng, pool_rng = ctx.rng("dense", "augment"), ctx.rng("dense", "reset"), ctx.rng("dense", "pool")
+        gen = make_generator(shape, p["nz"], p["ngf"], dev, reset_rng)
         pool = SyntheticPool()
 
         def synthesize() -> float:

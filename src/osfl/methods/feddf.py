@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..distill import generator_adam, kd_step, make_generator
+from ..distill import generator_adam, kd_step, make_generator, new_latent, random_labels
 from ..errors import ConfigError
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, client_weights, track_epochs
@@ -73,13 +73,14 @@ class FedDF(ServerMethod):
 
         if aux == "generator":
             gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, ctx.rng("feddf", "reset"))
+            draw_rng = ctx.rng("feddf", "latent")
             opt_g = generator_adam(gen.parameters(), p["lr_g"])
 
             def batches():
                 gen.train()
                 for _ in range(p["g_steps"]):
-                    z = torch.randn(b, p["nz"], device=dev)
-                    y = torch.randint(0, ctx.num_classes, (b,), device=dev)
+                    z = new_latent(b, p["nz"], dev, draw_rng)
+                    y = random_labels(b, ctx.num_classes, dev, draw_rng)
                     loss = F.cross_entropy(teacher.predict(gen(z)), y)
                     opt_g.zero_grad(set_to_none=True)
                     loss.backward()
@@ -87,7 +88,7 @@ class FedDF(ServerMethod):
                 gen.eval()
                 for _ in range(p["steps_per_epoch"]):
                     with torch.no_grad():  # (never yield inside no_grad: it would leak into the caller)
-                        x = gen(torch.randn(b, p["nz"], device=dev))
+                        x = gen(new_latent(b, p["nz"], dev, draw_rng))
                     yield x
             source = "generator (CE on the averaging ensemble, kept across epochs)"
         else:

@@ -42,7 +42,8 @@ from torch.func import functional_call, vmap
 from tqdm.auto import tqdm
 
 from ..distill import (BestBatch, SyntheticPool, adversarial_loss, frozen_forward, generator_adam,
-                       kd_step, make_generator, reset_generator, stratified_aggregate)
+                       kd_step, make_generator, new_latent, random_labels, reset_generator,
+                       stratified_aggregate)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
 
@@ -133,7 +134,7 @@ def model_stratification(models: list[torch.nn.Module], input_shape, num_classes
     """
     m = len(models)
     traj = torch.zeros(m, num_classes, steps, dtype=torch.float64)
-    gen = make_generator(input_shape, nz, ngf, device)
+    gen = make_generator(input_shape, nz, ngf, device, rng)
     run_client = _ms_client_batched if batched else _ms_client_looped
     for k, model in enumerate(tqdm(models, desc="fedhydra MS", disable=not progress, mininterval=1.0)):
         model.eval()
@@ -190,6 +191,7 @@ class FedHydra(ServerMethod):
         student = ctx.make_global()
         opt = torch.optim.SGD(student.parameters(), lr=p["lr"], momentum=p["momentum"])
         reset_rng, pool_rng = ctx.rng("fedhydra", "reset"), ctx.rng("fedhydra", "pool")
+        draw_rng = ctx.rng("fedhydra", "latent")
         gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, reset_rng)
         opt_g = generator_adam(gen.parameters(), p["lr_g"])
         pool = SyntheticPool()
@@ -207,8 +209,8 @@ class FedHydra(ServerMethod):
             if p["generator_reset"] == "epoch":
                 reset_generator(gen, reset_rng)
                 opt_g = generator_adam(gen.parameters(), p["lr_g"])
-            z = torch.randn(b, p["nz"], device=dev)
-            y = torch.randint(0, c, (b,), device=dev)
+            z = new_latent(b, p["nz"], dev, draw_rng)
+            y = random_labels(b, c, dev, draw_rng)
             student.eval()
             gen.train()
             inter, best = [], BestBatch()

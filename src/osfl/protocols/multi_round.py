@@ -145,7 +145,6 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
                               data_seed=lambda k, t=t: derive_seed(seed, "round", t, "client-data", k))
         if on_round_start is not None:
             on_round_start(t, cohort.models)
-        torch.manual_seed(derive_seed(seed, "round", t, "local"))  # global draws during training (dropout)
         t0 = time.perf_counter()
         results, _, _ = train_cohort(cohort, hp, device, progress=progress, desc=f"round {t}: ")
         local_seconds = time.perf_counter() - t0
@@ -156,8 +155,7 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
             method = make_method(params, cfg, method_name)  # a fresh server state every round
             ctx = build_context(cfg, uploads, x_test, y_test, device, progress=progress,
                                 seed=derive_seed(seed, "round", t), aux_loader=aux_loader)
-            result, server_seconds = run_method(method, ctx, cfg, derive_seed(seed, "round", t, "server",
-                                                                            method_name))
+            result, server_seconds = run_method(method, ctx, cfg)
         if result.kind != "classifier" or result.model is None:
             raise ConfigError("methods", f"{method_name} returned a {result.kind}, which cannot be broadcast")
         model = result.model.eval()

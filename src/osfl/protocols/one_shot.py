@@ -13,8 +13,8 @@ import torch
 
 from ..clients.upload import ClientUpload
 from ..errors import ConfigError
-from ..methods import METHODS, ServerContext, ServerMethod, ServerResult
-from ..runtime import seed_everything
+from ..methods import METHODS
+from ..methods.base import ServerContext, ServerMethod, ServerResult
 
 
 def method_params(params: dict, name: str) -> dict:
@@ -47,9 +47,10 @@ def build_context(cfg: dict, uploads: list[ClientUpload], x_test: torch.Tensor, 
                          dataset=spec.name, aux_loader=aux_loader)
 
 
-def run_method(method: ServerMethod, ctx: ServerContext, cfg: dict, seed: int) -> tuple[ServerResult, float]:
-    """Seed every global generator with ``seed``, run ``method`` (under the runtime's autocast); (result, s)."""
-    seed_everything(seed)
+def run_method(method: ServerMethod, ctx: ServerContext, cfg: dict) -> tuple[ServerResult, float]:
+    """Run ``method`` (under the runtime's autocast); (result, seconds). Every random draw of a method comes from
+    the context's seeded CPU generators (:meth:`ServerContext.rng`, :meth:`ServerContext.make_global`), never from
+    a global or device generator, so a seed gives the same draws on every device."""
     t0 = time.perf_counter()
     with cfg["runtime"].autocast(ctx.device):
         result = method.run(ctx)

@@ -168,9 +168,20 @@ def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
     if getattr(args, "split", None):
         params = {**params, **split_params(args.split)}
     params = resolve_per_dataset(apply_overrides(params, getattr(args, "overrides", [])))
-    cfg = validate_main(params)
+    cfg = validate_main(params, params_file=args.params)
+    from ..runtime import apply_execution
+
+    # every stage pins its threads, deterministic algorithms and device before any work (runtime.threads/device)
+    cfg["device"] = apply_execution(cfg["runtime"].threads, cfg["runtime"].device)
     return params, cfg, ExperimentPaths(args.experiment, cfg["dataset"].name,
                                         getattr(args, "data_root", "data/prepared"), getattr(args, "partition_of", None))
+
+
+def load_data(paths: ExperimentPaths, cfg: dict):
+    """The experiment's prepared dataset; stand-in arrays only under a profile that allows them (smoke)."""
+    from ..data import load_prepared
+
+    return load_prepared(require_input(paths.prepared, "prepare"), allow_stand_in=cfg["profile"].stand_in_data)
 
 
 def require_input(path: Path, stage: str) -> Path:

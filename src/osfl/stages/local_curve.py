@@ -17,14 +17,13 @@ import torch
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort
 from ..config import scaled_epochs
-from ..data import load_prepared
 from ..errors import ConfigError
 from ..evaluation import accuracy
 from ..methods.base import average_state_dicts
 from ..models import build_model
 from ..partition import load_partition
-from ..runtime import derive_seed, device_info, get_device, read_json, write_json
-from .common import load_config, parser, require_input, run_stage, test_tensors
+from ..runtime import derive_seed, device_info, read_json, write_json
+from .common import load_data, load_config, parser, require_input, run_stage, test_tensors
 
 
 def main(argv=None) -> None:
@@ -49,10 +48,10 @@ def _run(args) -> None:
         raise ConfigError("client_models", "the FedAvg curve needs one architecture for every client")
     paper_epochs, paper_every = curve_settings(params)
     epochs, every = scaled_epochs(paper_epochs, profile), scaled_epochs(paper_every, profile)
-    data = load_prepared(require_input(paths.prepared, "prepare"))
+    data = load_data(paths, cfg)
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))
     part.verify(data.y_train)
-    device = get_device()
+    device = cfg["device"]
     x_all = torch.from_numpy(data.x_train).to(device)
     y_all = torch.from_numpy(data.y_train).long().to(device)
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)

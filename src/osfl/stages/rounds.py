@@ -9,11 +9,11 @@ from pathlib import Path
 
 import torch
 
-from ..data import ArrayData, load_prepared
+from ..data import ArrayData
 from ..partition import Partition, load_partition
 from ..protocols.multi_round import RoundsConfig, RoundsResult, check_run, read_rounds, run_rounds
-from ..runtime import derive_seed, device_info, get_device, read_json, save_state_dict, write_json
-from .common import load_config, parser, require_input, run_name, run_stage, test_tensors
+from ..runtime import derive_seed, device_info, read_json, save_state_dict, write_json
+from .common import load_data, load_config, parser, require_input, run_name, run_stage, test_tensors
 from .server import aux_loader
 
 
@@ -26,7 +26,7 @@ def main(argv=None) -> None:
 
 def load_inputs(cfg: dict, paths, device: torch.device) -> tuple[ArrayData, Partition, tuple[torch.Tensor, torch.Tensor]]:
     """The prepared data, the partition and the test set on ``device`` (the subset every stage tests on)."""
-    data = load_prepared(require_input(paths.prepared, "prepare"))
+    data = load_data(paths, cfg)
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))
     test = test_tensors(data, cfg["profile"], derive_seed(cfg["seed"], "test-subset"), device)
     return data, part, test
@@ -45,7 +45,7 @@ def run(params: dict, cfg: dict, paths, method: str, rounds: RoundsConfig, devic
 def _run(args) -> None:
     params, cfg, paths = load_config(args)
     rounds = read_rounds(params, cfg["profile"])
-    device = get_device()
+    device = cfg["device"]
     res = run(params, cfg, paths, args.method, rounds, device, progress=not args.no_progress)
 
     name = run_name(args)

@@ -10,11 +10,10 @@ import torch
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..config import scaled_epochs
-from ..data import load_prepared
 from ..evaluation import accuracy
 from ..partition import load_partition
-from ..runtime import derive_seed, device_info, get_device, write_json
-from .common import load_config, parser, require_input, run_stage, test_tensors
+from ..runtime import derive_seed, device_info, write_json
+from .common import load_data, load_config, parser, require_input, run_stage, test_tensors
 
 
 def main(argv=None) -> None:
@@ -24,10 +23,10 @@ def main(argv=None) -> None:
 def _run(args) -> None:
     _, cfg, paths = load_config(args)
     spec, profile, seed, local = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["local"]
-    data = load_prepared(require_input(paths.prepared, "prepare"))
+    data = load_data(paths, cfg)
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))
     part.verify(data.y_train)
-    device = get_device()
+    device = cfg["device"]
     epochs = scaled_epochs(local.epochs, profile)
     augment = resolve_augment(local.augment, spec.shape)
     x_all = torch.from_numpy(data.x_train).to(device)
