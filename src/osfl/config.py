@@ -81,6 +81,7 @@ class LocalTraining:
     init: str
     eval_every: int
 
+    KEYS = ("epochs", "batch_size", "lr", "momentum", "weight_decay", "augment", "init", "eval_every")
     AUGMENTS = ("auto", "none", "crop_flip", "flip")
     INITS = ("shared", "independent")  # one common initial model (FedAvg protocol), or one draw per client
 
@@ -123,10 +124,75 @@ def client_architectures(value: Any, clients: int, model: str, shape) -> list[st
     return [resolve_model_name(v, shape, key="client_models") for v in value]
 
 
-def validate_main(params: Mapping[str, Any]) -> dict[str, Any]:
+#: The keys of the main experiment's params file (params.yaml); a paper's params file may add its own
+#: (:data:`osfl.papers.PIPELINE_KEYS`). Nested keys are checked by what reads them (local, runtime, server, data).
+MAIN_KEYS = ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client", "assignment", "clients",
+             "model", "client_models", "methods", "data", "local", "server", "runtime",
+             "rounds", "localcurve")  # read by the multi-round and local-curve stages (checked there)
+DATA_KEYS = ("mirror",)
+
+
+def paper_of(params_file: str | Path | None) -> str | None:
+    """``fedhydra`` for ``papers/fedhydra/params.yaml``; None for the main params file."""
+    if params_file is None:
+        return None
+    parts = Path(params_file).parts
+    return parts[-2] if len(parts) >= 3 and parts[-3] == "papers" and parts[-1] == "params.yaml" else None
+
+
+def check_keys(params: Mapping[str, Any], params_file: str | Path | None = None) -> None:
+    """Fail on the first key of ``params`` that nothing reads, naming the nearest known key (a typo such as
+    ``alpah`` or ``local.momentun`` would otherwise be ignored silently)."""
+    from .errors import unknown_key
+    from .papers import PIPELINE_KEYS
+
+    paper = paper_of(params_file)
+    extra = PIPELINE_KEYS.get(paper, {}) if paper else {}
+    known = {**{k: None for k in MAIN_KEYS}, **extra}
+    for key, value in params.items():
+        if key not in known:
+            raise unknown_key(str(key), known)
+        sub = known[key]
+        if sub is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise ConfigError(key, f"must be a mapping of {', '.join(sub)}")
+        for k in value:
+            if k not in sub:
+                raise unknown_key(f"{key}.{k}", sub)
+    for section, sub in (("data", DATA_KEYS), ("local", LocalTraining.KEYS)):
+        value = params.get(section)
+        if value is None:
+            continue
+        if not isinstance(value, Mapping):
+            raise ConfigError(section, f"must be a mapping of {', '.join(sub)}")
+        for k in value:
+            if k not in sub:
+                raise unknown_key(f"{section}.{k}", sub)
+
+
+def check_server(params: Mapping[str, Any]) -> None:
+    """Every ``server.<method>`` mapping names a method and only that method's hyper-parameters, with valid values
+    (each method's constructor checks them), whether or not the method is in ``methods``."""
+    from .errors import unknown_key
+    from .methods import METHODS
+
+    server = params.get("server") or {}
+    if not isinstance(server, Mapping):
+        raise ConfigError("server", "must be a mapping of method name -> hyper-parameters")
+    for name, own in server.items():
+        if name not in METHODS:
+            raise unknown_key(f"server.{name}", METHODS.names())
+        if own is not None and not isinstance(own, Mapping):
+            raise ConfigError(f"server.{name}", "must be a mapping of hyper-parameters")
+        METHODS.get(name)(**(own or {}))
+
+
+def validate_main(params: Mapping[str, Any], params_file: str | Path | None = None) -> dict[str, Any]:
     """Check every key of the main experiment before any work; return the resolved settings.
 
     The stages of the main pipeline all call this first, so whichever stage runs first stops a bad value.
+    ``params_file`` (``papers/<paper>/params.yaml``) admits the keys that paper's pipeline adds.
     """
     # late imports: the registries import torch, and config must stay importable on its own
     from .data import get_spec
@@ -134,6 +200,7 @@ def validate_main(params: Mapping[str, Any]) -> dict[str, Any]:
     from .models import resolve_model_name
     from .partition import validate_params as validate_partition
 
+    check_keys(params, params_file)
     profile = get_profile(require(params, "profile"))
     seed = check_int("seed", require(params, "seed"), minimum=0)
     spec = get_spec(require(params, "dataset"))
@@ -153,9 +220,12 @@ def validate_main(params: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(methods, list) or not methods:
         raise ConfigError("methods", f"must be a non-empty list; allowed: {', '.join(METHODS.names())}")
     for m in methods:
+        if not isinstance(m, str):
+            raise ConfigError("methods", f"entry {m!r} is not a method name; allowed: {', '.join(METHODS.names())}")
         METHODS.get(m, key="methods")
     if len(set(methods)) != len(methods):
         raise ConfigError("methods", f"lists a method twice: {methods}")
+    check_server(params)
     local = LocalTraining.from_params(require(params, "local"))
     mirror = (params.get("data") or {}).get("mirror") or None
     from .accel import Accel

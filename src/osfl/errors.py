@@ -14,3 +14,15 @@ class ConfigError(ValueError):
 
 class DataUnavailableError(ConfigError):
     """A dataset file is missing and cannot be downloaded (offline, no mirror)."""
+
+
+def unknown_key(key: str, known) -> ConfigError:
+    """``<key>: unknown key; did you mean <nearest>? allowed: ...`` for a dotted ``key`` whose last part is not in
+    ``known`` (the nearest by :func:`difflib.get_close_matches`, when one is close)."""
+    import difflib
+
+    prefix, _, last = key.rpartition(".")
+    known = sorted(map(str, known))
+    near = difflib.get_close_matches(last, known, n=1, cutoff=0.6)
+    hint = f"did you mean {prefix + '.' if prefix else ''}{near[0]}? " if near else ""
+    return ConfigError(key, f"unknown key; {hint}allowed: {', '.join(known) or 'none'}")

@@ -33,6 +33,7 @@ __all__ = [
     "DATASETS",
     "DatasetSpec",
     "get_spec",
+    "is_stand_in",
     "load_prepared",
     "prepare_dataset",
 ]
@@ -52,6 +53,7 @@ class ArrayData:
     y_test: np.ndarray
     classes: list[str]
     source: str = ""  # where the arrays came from, e.g. "mirror /usr/share/datasets/fashion-mnist"
+    stand_in: bool = False  # generated stand-in arrays (smoke profile only), not the dataset
 
     @property
     def num_classes(self) -> int:
@@ -189,16 +191,28 @@ def prepare_dataset(
     return out_dir
 
 
-def load_prepared(path: Path, verify: bool = False) -> ArrayData:
+def is_stand_in(path: Path) -> bool:
+    """Whether the prepared folder ``path`` holds generated stand-in arrays (False when it holds none)."""
+    meta_path = Path(path) / META_FILE
+    return meta_path.is_file() and bool(json.loads(meta_path.read_text(encoding="utf-8")).get("stand_in"))
+
+
+def load_prepared(path: Path, verify: bool = False, allow_stand_in: bool = False) -> ArrayData:
     """Read a folder written by :func:`prepare_dataset` (plain ``np.load``; no pickles).
 
-    With ``verify=True`` the SHA-256 of each array file is checked against ``meta.json`` first.
+    With ``verify=True`` the SHA-256 of each array file is checked against ``meta.json`` first. Stand-in arrays
+    are refused unless ``allow_stand_in`` (the profile allows them: smoke), so that data prepared at smoke can
+    never reach a quick or paper run.
     """
     path = Path(path)
     meta_path = path / META_FILE
     if not meta_path.is_file():
         raise ConfigError("dataset", f"{path} holds no prepared dataset ({META_FILE} missing); run the prepare stage")
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    if meta.get("stand_in") and not allow_stand_in:
+        raise ConfigError("profile", f"{path} holds generated stand-in arrays (prepared at the smoke profile), "
+                                     f"never used at this profile; prepare the real {meta.get('name')} again "
+                                     f"(dvc repro re-runs prepare) or run at profile smoke")
     arrays: dict[str, np.ndarray] = {}
     for key in ARRAY_NAMES:
         file = path / f"{key}.npy"
@@ -209,7 +223,8 @@ def load_prepared(path: Path, verify: bool = False) -> ArrayData:
                 "dataset", f"{file} does not match the SHA-256 in {META_FILE}; run the prepare stage again"
             )
         arrays[key] = np.load(file, allow_pickle=False)
-    return ArrayData(**arrays, classes=list(meta["classes"]), source=str(meta.get("source", "")))
+    return ArrayData(**arrays, classes=list(meta["classes"]), source=str(meta.get("source", "")),
+                     stand_in=bool(meta.get("stand_in")))
 
 
 # last: the dataset modules import DATASETS / DatasetSpec / ArrayData from this package

@@ -1,1 +1,15 @@
 """Per-paper artifact builders: which runs feed which table or figure, and the claims checked against them."""
+
+#: The keys a paper's params file (papers/<paper>/params.yaml) adds to the main experiment's
+#: (:data:`osfl.config.MAIN_KEYS`): key -> its allowed sub-keys, or None for a plain value or a free list.
+#: :func:`osfl.config.check_keys` fails on any other key, naming the nearest known one.
+PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
+    "fedhydra": {
+        "datasets": None, "splits": None, "lambdas": None, "paper_columns": None,
+        "hetero": ("datasets", "splits", "client_models", "server_model", "methods"),
+        "ksweep": ("datasets", "clients", "methods"),
+        "multiround": ("datasets", "splits", "methods"),
+        "localcurve": ("datasets", "split", "epochs", "every"),
+        "timing": ("datasets", "runs"),
+    },
+}

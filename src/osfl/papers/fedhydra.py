@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,34 +84,141 @@ def _read_curve(path: Path) -> tuple[list[float], list[float]]:
     return [float(r["epoch"]) for r in rows], [float(r["test_acc"]) for r in rows]
 
 
-def load_runs(root: Path) -> dict[str, Run]:
-    """Every run folder under ``root`` (``results/fedhydra``), keyed by ``<dataset>-<split>``."""
+def _result_files(d: Path):
+    """(key, kind, path) of every result file :func:`load_runs` reads in the run folder ``d``, in reading order.
+    The key names the result as :func:`expected_results` does: ``<method>[-<tag>]`` for the evaluate triple
+    (metrics/, curves/, extras/), ``partition`` (partition/summary.json), ``clients`` (clients.json),
+    ``local_curve`` (local_curve.csv), ``timing/<method>-t<r>`` and ``rounds/<method>``."""
+    for kind, pattern in (("metrics", "metrics/*.json"), ("curves", "curves/*.csv"), ("extras", "extras/*.json")):
+        for f in sorted(d.glob(pattern)):
+            yield f.stem, kind, f
+    for key, rel in (("partition", "partition/summary.json"), ("clients", "clients.json"),
+                     ("local_curve", "local_curve.csv")):
+        if (d / rel).exists():
+            yield key, key, d / rel
+    for kind in ("timing", "rounds"):
+        for f in sorted((d / kind).glob("*.json")):
+            yield f"{kind}/{f.stem}", kind, f
+
+
+def _run_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in Path(root).glob("*-*") if p.is_dir())
+
+
+def load_runs(root: Path, keep: Callable[[str, str | None], bool] | None = None) -> dict[str, Run]:
+    """Every run folder under ``root`` (``results/fedhydra``), keyed by ``<dataset>-<split>``. With ``keep``, only
+    the results for which ``keep(run, key)`` is true (keys as in :func:`_result_files`), and only the run folders
+    for which ``keep(run, None)`` is."""
     runs: dict[str, Run] = {}
-    for d in sorted(p for p in Path(root).glob("*-*") if p.is_dir()):
+    for d in _run_dirs(root):
+        if keep is not None and not keep(d.name, None):
+            continue
         dataset, _, split = d.name.partition("-")
         run = Run(d.name, dataset, split, str(d))
-        for f in sorted((d / "metrics").glob("*.json")):
-            run.metrics[f.stem] = json.loads(f.read_text())
-        for f in sorted((d / "curves").glob("*.csv")):
-            run.curves[f.stem] = _read_curve(f)
-        for f in sorted((d / "extras").glob("*.json")):
-            run.extras[f.stem] = json.loads(f.read_text()).get("extras", {})
-        if (d / "partition" / "summary.json").exists():
-            run.partition = json.loads((d / "partition" / "summary.json").read_text())
-        if (d / "clients.json").exists():
-            run.clients = json.loads((d / "clients.json").read_text())
-        if (d / "local_curve.csv").exists():
-            with open(d / "local_curve.csv") as fh:
-                rows = list(csv.DictReader(fh))
-            run.local_curve = {c: [float(r[c]) for r in rows] for c in rows[0]} if rows else None
-        for f in sorted((d / "timing").glob("*.json")):
-            run.timing[f.stem] = json.loads(f.read_text())
-        for f in sorted((d / "rounds").glob("*.json")):
-            rec = json.loads(f.read_text())
-            run.rounds[f.stem] = {int(r["round"]): float(r["test_acc"]) for r in rec["rounds"]}
-            run.rounds_stand_in = run.rounds_stand_in or bool(rec.get("stand_in_data"))
+        for key, kind, f in _result_files(d):
+            if keep is not None and not keep(d.name, key):
+                continue
+            if kind == "metrics":
+                run.metrics[key] = json.loads(f.read_text())
+            elif kind == "curves":
+                run.curves[key] = _read_curve(f)
+            elif kind == "extras":
+                run.extras[key] = json.loads(f.read_text()).get("extras", {})
+            elif kind == "partition":
+                run.partition = json.loads(f.read_text())
+            elif kind == "clients":
+                run.clients = json.loads(f.read_text())
+            elif kind == "local_curve":
+                with open(f) as fh:
+                    rows = list(csv.DictReader(fh))
+                run.local_curve = {c: [float(r[c]) for r in rows] for c in rows[0]} if rows else None
+            elif kind == "timing":
+                run.timing[f.stem] = json.loads(f.read_text())
+            elif kind == "rounds":
+                rec = json.loads(f.read_text())
+                run.rounds[f.stem] = {int(r["round"]): float(r["test_acc"]) for r in rec["rounds"]}
+                run.rounds_stand_in = run.rounds_stand_in or bool(rec.get("stand_in_data"))
         runs[d.name] = run
     return runs
+
+
+def not_current(root: Path, keep: Callable[[str, str | None], bool]) -> list[str]:
+    """``<root name>/<run>/<key>`` of every result under ``root`` that ``keep`` (see :func:`load_runs`) leaves out."""
+    out: list[str] = []
+    for d in _run_dirs(root):
+        run_kept = keep(d.name, None)
+        for key in dict.fromkeys(k for k, _, _ in _result_files(d)):
+            if not (run_kept and keep(d.name, key)):
+                out.append(f"{Path(root).name}/{d.name}/{key}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# which results the current params produce (papers/fedhydra/dvc.yaml's matrices, mirrored)
+
+TIMED_METHODS = ("dense", "fedhydra")  # stage `timing`'s method axis (written in dvc.yaml, not a param)
+
+
+def _interp(v) -> str:
+    """A value as DVC writes it into ``${...}`` (``true``/``false`` for booleans, else ``str``)."""
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+def _items(value) -> list:
+    """The items a DVC ``matrix`` axis / ``foreach`` iterates: a list as is, a dict's values, nothing for None."""
+    if value is None:
+        return []
+    return list(value.values()) if isinstance(value, dict) else list(value)
+
+
+def expected_results(params: dict) -> dict[str, set[str]]:
+    """Run folder under ``results/fedhydra/`` -> the keys of the results (:func:`_result_files`) that the stages of
+    ``papers/fedhydra/dvc.yaml`` produce there for ``params`` (each matrix of dvc.yaml mirrored here; the
+    structure is checked against DVC's own resolution by tests/test_fedhydra_current.py)."""
+    exp: dict[str, set[str]] = {}
+
+    def add(run: str, *keys: str) -> None:
+        exp.setdefault(run, set()).update(keys)
+
+    def sub(key: str) -> dict:
+        return params.get(key) or {}
+
+    datasets = [_interp(d) for d in _items(params.get("datasets"))]
+    methods = [_interp(m) for m in _items(params.get("methods"))]
+    for ds in datasets:
+        for s in map(_interp, _items(params.get("splits"))):
+            # partition, train, evaluate (x methods) and ae
+            add(f"{ds}-{s}", "partition", "clients", "fedhydra-ae", *methods)
+        for lam in _items(params.get("lambdas")):  # Table 6 rows, always at Dir(0.5)
+            add(f"{ds}-dir0.5", f"fedhydra-{_interp(lam['tag'])}")
+    h = sub("hetero")
+    for ds in map(_interp, _items(h.get("datasets"))):
+        for s in map(_interp, _items(h.get("splits"))):
+            add(f"{ds}-{s}-hetero", "clients", *map(_interp, _items(h.get("methods"))))
+    k = sub("ksweep")
+    for ds in map(_interp, _items(k.get("datasets"))):
+        for n in map(_interp, _items(k.get("clients"))):
+            add(f"{ds}-dir0.5-k{n}", "partition", "clients", *map(_interp, _items(k.get("methods"))))
+    r = sub("multiround")
+    for ds in map(_interp, _items(r.get("datasets"))):
+        for s in map(_interp, _items(r.get("splits"))):
+            for m in map(_interp, _items(r.get("methods"))):
+                add(f"{ds}-{s}", f"rounds/{m}")
+    lc = sub("localcurve")
+    for ds in map(_interp, _items(lc.get("datasets"))):
+        add(f"{ds}-{_interp(lc.get('split'))}", "local_curve")
+    t = sub("timing")
+    for ds in map(_interp, _items(t.get("datasets"))):
+        for m in TIMED_METHODS:
+            for i in map(_interp, _items(t.get("runs"))):
+                add(f"{ds}-dir0.5", f"timing/{m}-t{i}")
+    return exp
+
+
+def expected_paper_runs(params: dict) -> set[str]:
+    """Run folders under ``results/fedhydra-paper/`` that stage ``paper_column`` produces (one per entry of
+    ``paper_columns``; the whole folder is that stage's output)."""
+    return {f"{_interp(c['dataset'])}-{_interp(c['split'])}" for c in _items(params.get("paper_columns"))}
 
 
 def _lam_label(l1: float, l2: float) -> str:
@@ -494,7 +603,23 @@ def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], 
 
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
            published_root: str = "papers/fedhydra/published", paper_results_root: Path | None = None) -> list[Path]:
-    runs = load_runs(results_root)
+    # only what the current params produce: results left on disk by a larger grid are listed, not rendered
+    expected = expected_results(params)
+    paper_expected = expected_paper_runs(params)
+
+    def keep(run: str, key: str | None) -> bool:
+        return run in expected and (key is None or key in expected[run])
+
+    def keep_paper(run: str, key: str | None) -> bool:
+        return run in paper_expected
+
+    runs = load_runs(results_root, keep)
+    stale = not_current(results_root, keep)
+    if paper_results_root:
+        stale += not_current(paper_results_root, keep_paper)
+    if stale:
+        print(f"render: not rendered, {len(stale)} result(s) on disk that the current params do not produce "
+              "(see README.md): " + ", ".join(stale), file=sys.stderr)
     lambdas = list(params.get("lambdas") or [])
     splits = list(params.get("splits") or [])
     profile = params.get("profile", "?")
@@ -517,7 +642,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
         written += render_comparison(art, ours, out, note=note)
         total = load_published_table(art).size
         status[art.id] = f"{len(ours)} of {total} cells run" if ours else f"paper only (needs {need})"
-    paper_runs = load_runs(paper_results_root) if paper_results_root else {}
+    paper_runs = load_runs(paper_results_root, keep_paper) if paper_results_root else {}
     if paper_runs:
         written += paper_profile_table(paper_runs, runs, arts, out / "table01_paper_profile")
         status["table01_paper_profile"] = "paper-profile column(s): " + ", ".join(paper_runs)
@@ -538,7 +663,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     if paper_runs:
         verdicts += paper_profile_claims(paper_runs)
     written.append(_write_runs(runs, out / "runs.md", profile))
-    written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label))
+    written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale))
     (out / "claims.json").write_text(json.dumps(verdicts, indent=2) + "\n")
     written.append(out / "claims.json")
     return written
@@ -630,7 +755,8 @@ def _figure_status(fig: str, runs: dict[str, Run]) -> str:
     return "rendered from the runs present"
 
 
-def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_label: str) -> Path:
+def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_label: str,
+                  not_rendered: list[str] = ()) -> Path:
     ran = sorted({r.dataset for r in runs.values() if r.metrics})
     lines = [
         "# FedHydra: reproduced artifacts", "",
@@ -638,7 +764,18 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
         f"datasets run: {', '.join(ran) or 'none'}. Each table cell reads ours / paper (Δ); ours is the final-epoch "
         "accuracy of one run (best-epoch numbers in `runs.md`). Regenerate everything with the command above; add a "
         "dataset with `dvc exp run papers/fedhydra/dvc.yaml -S 'papers/fedhydra/params.yaml:datasets=[mnist,fmnist]'`.",
-        "", "## Artifacts", "", "| artifact | paper | files | status |", "|---|---|---|---|"]
+        ""]
+    if not_rendered:
+        lines += ["## Not rendered: results on disk that the current params do not produce", "",
+                  f"{len(not_rendered)} result(s) under `results/` that no stage of `papers/fedhydra/dvc.yaml` produces "
+                  "with the current `papers/fedhydra/params.yaml` (left from a larger grid: `datasets`, `splits`, "
+                  "`methods`, `lambdas`, `hetero`, `ksweep`, `multiround`, `localcurve`, `timing` or `paper_columns` "
+                  "since shortened). No table, figure, claim or `runs.md` below uses them; delete them, or list their "
+                  "runs in the params again to render them. Each is `<results folder>/<run>/<result>`, a result being a "
+                  "method (its `metrics/`, `curves/` and `extras/` files), `partition`, `clients`, `local_curve`, "
+                  "`timing/<method>-t<r>` or `rounds/<method>`:", ""]
+        lines += [f"- `{x}`" for x in not_rendered] + [""]
+    lines += ["## Artifacts", "", "| artifact | paper | files | status |", "|---|---|---|---|"]
     for art in arts:
         if art.kind == "table":
             lines.append(f"| {art.id} | {art.label} | `{art.id}.tex`, `{art.id}.md` | {status.get(art.id, '')} |")

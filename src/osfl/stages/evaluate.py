@@ -1,17 +1,15 @@
 """Stage `evaluate@<method>`: test accuracy of a method's global model; metrics JSON and the epoch curve."""
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 import torch
 
 from ..clients.upload import read_uploads
-from ..data import load_prepared
 from ..evaluation import accuracy, ensemble_predictor
 from ..models import build_model
-from ..runtime import derive_seed, get_device, load_state_dict, read_json, write_json
-from .common import load_config, parser, require_input, run_name, run_stage, test_tensors
+from ..runtime import derive_seed, load_state_dict, read_json, write_json, write_text
+from .common import load_data, load_config, parser, require_input, run_name, run_stage, test_tensors
 
 
 def main(argv=None) -> None:
@@ -43,8 +41,8 @@ def summarise(final: float, curve: list[dict]) -> dict:
 
 def _run(args) -> None:
     _, cfg, paths = load_config(args)
-    device = get_device()
-    data = load_prepared(require_input(paths.prepared, "prepare"))
+    device = cfg["device"]
+    data = load_data(paths, cfg)
     x_test, y_test = test_tensors(data, cfg["profile"], derive_seed(cfg["seed"], "test-subset"), device)
     name = run_name(args)
     man, predict = load_predictor(require_input(paths.global_model(name), f"server@{name}"), device)
@@ -56,18 +54,14 @@ def _run(args) -> None:
     stand_in = bool(read_json(paths.prepared / "meta.json").get("stand_in", False))
     metrics = {"method": args.method, "tag": args.tag, **summarise(final, curve),
                "test_samples": int(len(y_test)), "stand_in_data": stand_in,
-               "choices": man["choices"], "server_seconds": round(man["seconds"], 3)}
+               "choices": man["choices"], "server_seconds": round(man["seconds"], 3),
+               "runtime": man.get("runtime", {})}  # where the server ran: device, CPU model, threads, torch
     write_json(paths.results / "metrics" / f"{name}.json", metrics)
     # what the method reports besides the model (FedHydra: MS weights, a few synthetic images) for figures
     write_json(paths.results / "extras" / f"{name}.json", {"method": args.method, "tag": args.tag,
                                                            "extras": man.get("extras") or {}})
-    curve_path = paths.results / "curves" / f"{name}.csv"
-    curve_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(curve_path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["epoch", "test_acc"])
-        for c in curve or [{"epoch": 0, "test_acc": final}]:
-            w.writerow([c["epoch"], f"{c['test_acc']:.4f}"])
+    rows = ["epoch,test_acc"] + [f"{c['epoch']},{c['test_acc']:.4f}" for c in curve or [{"epoch": 0, "test_acc": final}]]
+    write_text(paths.results / "curves" / f"{name}.csv", "\r\n".join(rows) + "\r\n")  # csv.writer's line ends
     print(f"{name}: final {final:.2f}%, best {metrics['acc_best']:.2f}%")
 
 

@@ -3,11 +3,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..data import load_prepared
 from ..partition import make_partition, save_partition
 from ..partition.report import partition_summary, plot_partition
-from ..runtime import derive_seed, write_json
-from .common import load_config, parser, require_input, run_stage, subset
+from ..runtime import derive_seed, staged_dir, write_json
+from .common import load_data, load_config, parser, run_stage, subset
 
 
 def main(argv=None) -> None:
@@ -16,7 +15,7 @@ def main(argv=None) -> None:
 
 def _run(args) -> None:
     _, cfg, paths = load_config(args)
-    data = load_prepared(require_input(paths.prepared, "prepare"))
+    data = load_data(paths, cfg)
     profile, seed = cfg["profile"], cfg["seed"]
     pool = subset(len(data.y_train), profile.max_train, derive_seed(seed, "train-subset"))
     part = make_partition(data.y_train[pool], cfg["partition"], cfg["clients"], seed,
@@ -29,14 +28,13 @@ def _run(args) -> None:
     part.verify(data.y_train)
     paths.partition.mkdir(parents=True, exist_ok=True)
     save_partition(part, paths.partition / "partition.json")
-    out = paths.results / "partition"
-    out.mkdir(parents=True, exist_ok=True)
     summary = partition_summary(part)
     summary.update({"dataset": cfg["dataset"].name, "profile": profile.name, "train_pool": int(len(pool))})
-    write_json(out / "summary.json", summary)
-    plot_partition(part.class_counts, out / "bubble",
-                   title=f"{cfg['dataset'].name}, {cfg['partition']}, {cfg['clients']} clients",
-                   class_names=data.classes)
+    with staged_dir(paths.results / "partition") as out:  # replaces the previous folder only when complete
+        write_json(out / "summary.json", summary)
+        plot_partition(part.class_counts, out / "bubble",
+                       title=f"{cfg['dataset'].name}, {cfg['partition']}, {cfg['clients']} clients",
+                       class_names=data.classes)
     print(f"partition: {len(part.client_indices)} clients, sizes {[len(i) for i in part.client_indices]}")
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 from ..methods import METHODS
 from ..partition import PARTITIONS
 from ..reporting import bar_chart, curves, write_table
-from ..runtime import read_json, write_json
+from ..runtime import read_json, staged_dir, write_json
 from .common import load_config, parser, require_input, run_stage
 
 
@@ -20,6 +20,18 @@ def read_curve(path) -> tuple[list[float], list[float]]:
     with open(path) as f:
         rows = list(csv.DictReader(f))
     return [float(r["epoch"]) for r in rows], [float(r["test_acc"]) for r in rows]
+
+
+def computed_on(metrics) -> str:
+    """``<cpu or gpu>, <n> thread(s), torch <v>`` of the server runs (each distinct setting once)."""
+    seen = []
+    for m in metrics:
+        rt = m.get("runtime") or {}
+        where = rt.get("gpu") or rt.get("cpu") or rt.get("device", "?")
+        text = f"{where}, {rt.get('threads', '?')} thread(s), torch {rt.get('torch', '?')}"
+        if text not in seen:
+            seen.append(text)
+    return "; ".join(seen) or "an unrecorded machine"
 
 
 def _run(args) -> None:
@@ -39,26 +51,28 @@ def _run(args) -> None:
          "Best acc. (%)": [metrics[m]["acc_best"] for m in methods],
          "Server epochs": [str(metrics[m]["epochs"]) if metrics[m]["epochs"] else "—" for m in methods]},
         index=pd.Index(methods, name="Method"))
-    out = paths.report
-    notes = (f"Mean local (client) test accuracy {clients['local_acc_mean']:.2f}%. "
-             "Best = best over server epochs (test-set selection, as DENSE/Co-Boosting report); Final = last epoch.")
-    written = write_table(df, out / "accuracy", caption=f"Top-1 test accuracy: {setting}.",
-                          label="tab:main-accuracy", notes=notes, highlight_max=True)
-    written += bar_chart({m: metrics[m]["acc_final"] for m in methods}, out / "accuracy_bar",
-                         title=setting)
-    trained = [m for m in methods if METHODS.get(m).trains_global]
-    series = {m: read_curve(paths.results / "curves" / f"{m}.csv") for m in trained}
-    hlines = {m: metrics[m]["acc_final"] for m in methods if m not in trained}
-    written += curves(series, out / "curves", title=setting, hlines=hlines)
-    write_json(out / "metrics.json", {
-        "setting": setting, "methods": {m: {k: metrics[m][k] for k in ("acc_final", "acc_best", "best_epoch", "epochs")}
-                                        for m in methods},
-        "choices": {m: metrics[m]["choices"] for m in methods}, "clients": clients,
-        "params": {**{k: params[k] for k in ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client",
-                                             "clients", "model", "methods", "local")},
-                   "assignment": cfg["assignment"]},
-    })
-    print("report:", ", ".join(str(p) for p in written))
+    with staged_dir(paths.report) as out:  # replaces reports/main only when every file is written
+        notes = (f"Mean local (client) test accuracy {clients['local_acc_mean']:.2f}%. "
+                 "Best = best over server epochs (test-set selection, as DENSE/Co-Boosting report); Final = last epoch. "
+                 f"Computed on {computed_on(metrics.values())}.")
+        written = write_table(df, out / "accuracy", caption=f"Top-1 test accuracy: {setting}.",
+                              label="tab:main-accuracy", notes=notes, highlight_max=True)
+        written += bar_chart({m: metrics[m]["acc_final"] for m in methods}, out / "accuracy_bar",
+                             title=setting)
+        trained = [m for m in methods if METHODS.get(m).trains_global]
+        series = {m: read_curve(paths.results / "curves" / f"{m}.csv") for m in trained}
+        hlines = {m: metrics[m]["acc_final"] for m in methods if m not in trained}
+        written += curves(series, out / "curves", title=setting, hlines=hlines)
+        write_json(out / "metrics.json", {
+            "setting": setting, "methods": {m: {k: metrics[m][k] for k in ("acc_final", "acc_best", "best_epoch", "epochs")}
+                                            for m in methods},
+            "choices": {m: metrics[m]["choices"] for m in methods}, "clients": clients,
+            "runtime": {m: metrics[m].get("runtime", {}) for m in methods},
+            "params": {**{k: params[k] for k in ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client",
+                                                 "clients", "model", "methods", "local")},
+                       "assignment": cfg["assignment"]},
+        })
+    print("report:", ", ".join(str(paths.report / p.name) for p in written))
 
 
 if __name__ == "__main__":

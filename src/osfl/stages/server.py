@@ -8,11 +8,11 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
-from ..data import DATASETS, get_spec, load_prepared, prepare_dataset
+from ..data import DATASETS, get_spec, is_stand_in, load_prepared, prepare_dataset
 from ..errors import ConfigError
 from ..protocols.one_shot import build_context, make_method, run_method
-from ..runtime import derive_seed, device_info, get_device, save_state_dict, write_json
-from .common import (load_config, parser, require_input, run_name, run_stage, stand_in_sizes, subset,
+from ..runtime import derive_seed, device_info, save_state_dict, write_json
+from .common import (load_config, load_data, parser, require_input, run_name, run_stage, stand_in_sizes, subset,
                      test_tensors)
 
 
@@ -26,17 +26,19 @@ def main(argv=None) -> None:
 def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tensor:
     """Training images of another dataset (labels dropped), prepared on first use into data/aux/<name>.
 
-    Capped like the main training set under the profile (a seeded subset).
+    Capped like the main training set under the profile (a seeded subset). Stand-in arrays left there by a smoke
+    run are prepared again (from the real dataset) under a profile that does not allow them.
     """
     key = "server.feddf.aux_data"
     DATASETS.get(name, key=key)
     folder = Path(paths.data_root).parent / "aux" / name  # not a DVC output: it may share a name with one
-    if not (folder / "meta.json").exists():
+    allow_stand_in = cfg["profile"].stand_in_data
+    if not (folder / "meta.json").exists() or (is_stand_in(folder) and not allow_stand_in):
         try:
             prepare_dataset(name, folder, mirror=cfg["mirror"], stand_in=stand_in_sizes(get_spec(name), cfg["profile"]))
         except ConfigError as e:  # includes DataUnavailableError
             raise ConfigError(key, f"{name} cannot be loaded ({e}); pick another dataset or 'generator'") from None
-    data = load_prepared(folder)
+    data = load_prepared(folder, allow_stand_in=allow_stand_in)
     idx = subset(len(data.x_train), cfg["profile"].max_train, derive_seed(cfg["seed"], "aux", name))
     return torch.from_numpy(np.ascontiguousarray(data.x_train[idx])).to(device)
 
@@ -50,14 +52,14 @@ def _run(args) -> None:
     params, cfg, paths = load_config(args)
     method = make_method(params, cfg, args.method)
     spec, profile, seed = cfg["dataset"], cfg["profile"], cfg["seed"]
-    device = get_device()
-    data = load_prepared(require_input(paths.prepared, "prepare"))
+    device = cfg["device"]
+    data = load_data(paths, cfg)
     uploads = read_uploads(require_input(paths.clients, "train_clients"))
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
     ctx = build_context(cfg, uploads, x_test, y_test, device, progress=not args.no_progress,
                         aux_loader=aux_loader(paths, cfg, device))
     accel = cfg["runtime"]
-    result, seconds = run_method(method, ctx, cfg, derive_seed(seed, "server", args.method))
+    result, seconds = run_method(method, ctx, cfg)
 
     name = run_name(args)
     out = paths.global_model(name)

@@ -1,0 +1,198 @@
+"""FedHydra's render stage renders only the results the current params produce.
+
+``expected_results`` (which results each run folder of ``results/fedhydra/`` gets from ``papers/fedhydra/dvc.yaml``
+for given params) is checked against DVC's own resolution of that dvc.yaml, for the committed params and for grids
+that use every experiment family, so that it cannot drift from the pipeline. Then a made-up results tree with a
+split and a λ tag that the params no longer list: render must leave them out of the tables and ``runs.md`` and list
+them in README.md's "Not rendered" section and in one stderr line.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from osfl.papers import fedhydra as fh
+
+PIPE = Path("papers") / "fedhydra"
+SECTION = "## Not rendered: results on disk that the current params do not produce"
+
+
+def committed_params(repo_root: Path) -> dict:
+    return yaml.safe_load((repo_root / PIPE / "params.yaml").read_text())
+
+
+def every_family(p: dict) -> dict:
+    """Two datasets and every experiment family on one of them (the families' lists are empty when committed)."""
+    p["datasets"] = ["fmnist", "mnist"]
+    p["hetero"]["datasets"] = ["fmnist"]
+    p["ksweep"]["datasets"] = ["fmnist"]
+    p["multiround"]["datasets"] = ["fmnist"]
+    p["localcurve"]["datasets"] = ["fmnist"]
+    p["timing"]["datasets"] = ["fmnist"]
+    return p
+
+
+def corners(p: dict) -> dict:
+    """Folders that only some families write: no dir0.5 in `splits` (Table 6 and timing still write <ds>-dir0.5),
+    the local curve and the rounds on splits not in `splits`, a family with an empty method list, two paper columns."""
+    p["splits"] = ["2cc"]
+    p["methods"] = ["fedavg", "fedhydra"]
+    p["lambdas"] = p["lambdas"][:1]
+    p["hetero"].update(datasets=["fmnist"], splits=["dir0.1"], methods=[])
+    p["ksweep"].update(datasets=["fmnist"], clients=[10], methods=["dense"])
+    p["multiround"].update(datasets=["fmnist"], splits=["dir0.01"], methods=["fedavg"])
+    p["localcurve"].update(datasets=["fmnist"], split="dir0.3")
+    p["timing"].update(datasets=["fmnist"], runs=[2])
+    p["paper_columns"] = {"a": {"dataset": "fmnist", "split": "dir0.5"}, "b": {"dataset": "mnist", "split": "2cc"}}
+    return p
+
+
+def dvc_outputs(repo_root: Path, params: dict, tmp: Path) -> list[str]:
+    """Every output path (outs, metrics, plots) of every stage DVC resolves from papers/fedhydra/dvc.yaml with
+    ``params``, relative to the repository root (the stages' wdir)."""
+    from dvc.repo import Repo
+
+    (tmp / PIPE).mkdir(parents=True)
+    shutil.copy(repo_root / PIPE / "dvc.yaml", tmp / PIPE / "dvc.yaml")
+    (tmp / PIPE / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    Repo.init(str(tmp), no_scm=True)
+    with Repo(str(tmp)) as repo:
+        stages = list(repo.index.stages)
+        assert stages, "DVC resolved no stage"
+        return [out.def_path for stage in stages for out in stage.outs]
+
+
+def materialise(paths: list[str], results: Path) -> None:
+    """Create the result outputs under ``results`` as the stages would (a folder output: partition/summary.json)."""
+    for rel in paths:
+        p = results / rel
+        if p.suffix in (".json", ".csv"):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text("{}\n")
+        else:
+            assert p.name == "partition", f"a folder output render does not know: {rel}"
+            p.mkdir(parents=True, exist_ok=True)
+            (p / "summary.json").write_text("{}\n")
+
+
+@pytest.mark.parametrize("variant", ["committed", "every_family", "corners"])
+def test_expected_results_match_dvc_yaml(repo_root, tmp_path, variant):
+    """expected_results(params) is exactly what DVC's resolution of dvc.yaml writes under results/fedhydra/ (each
+    output read back with render's own file reader), and expected_paper_runs the paper_column stage's folders."""
+    params = committed_params(repo_root)
+    params = {"committed": lambda p: p, "every_family": every_family, "corners": corners}[variant](params)
+    outs = dvc_outputs(repo_root, copy.deepcopy(params), tmp_path / "repo")
+    prefix, paper_prefix = "results/fedhydra/", "results/fedhydra-paper/"
+    materialise([o[len("results/"):] for o in outs if o.startswith(prefix)], tmp_path / "results")
+    run_dirs = fh._run_dirs(tmp_path / "results" / "fedhydra")
+    on_disk = {d.name: {key for key, _, _ in fh._result_files(d)} for d in run_dirs}
+    # every result output DVC declares is read by render (the twins of a file it reads aside) ...
+    read = {f.relative_to(tmp_path) for d in run_dirs for _, _, f in fh._result_files(d)}
+    for o in outs:
+        if o.startswith(prefix) and not (o.endswith("/local_curve.json") or ("/rounds/" in o and o.endswith(".csv"))):
+            assert Path(o) in read or Path(o) / "summary.json" in read, f"an output render does not read: {o}"
+    # ... and the keys render finds from them are exactly the expected ones
+    expected = fh.expected_results(params)
+    assert on_disk == expected
+    paper = {o[len(paper_prefix):].split("/")[0] for o in outs if o.startswith(paper_prefix)}
+    assert paper == fh.expected_paper_runs(params)
+    if variant == "committed":
+        assert expected["fmnist-dir0.5"] >= {"fedavg", "fedhydra", "fedhydra-ae", "fedhydra-l0.5-1", "clients",
+                                             "partition"}
+        assert set(expected) == {f"fmnist-{s}" for s in params["splits"]}
+        assert paper == {"fmnist-dir0.5"}
+    if variant == "every_family":
+        assert expected["fmnist-dir0.5-hetero"] == {"clients", *params["hetero"]["methods"]}
+        assert "timing/dense-t1" in expected["fmnist-dir0.5"] and "rounds/fedhydra" in expected["fmnist-2cc"]
+        assert "local_curve" in expected["fmnist-dir0.1"] and "mnist-dir0.5-k10" not in expected
+    if variant == "corners":
+        assert expected["fmnist-dir0.5"] == {"fedhydra-l0.5-1", "timing/dense-t2", "timing/fedhydra-t2"}
+        assert expected["fmnist-dir0.3"] == {"local_curve"} and expected["fmnist-dir0.1-hetero"] == {"clients"}
+        assert paper == {"fmnist-dir0.5", "mnist-2cc"}
+
+
+def test_committed_results_are_all_current(repo_root):
+    """Every result committed under results/fedhydra/ and results/fedhydra-paper/ is one the committed params
+    produce (so the committed README has no "Not rendered" section)."""
+    params = committed_params(repo_root)
+    exp, paper = fh.expected_results(params), fh.expected_paper_runs(params)
+    assert fh.not_current(repo_root / "results" / "fedhydra", lambda r, k: r in exp and (k is None or k in exp[r])) == []
+    assert fh.not_current(repo_root / "results" / "fedhydra-paper", lambda r, k: r in paper) == []
+
+
+# --------------------------------------------------------------------------------------------------------------
+# render on a made-up results tree with stale results
+
+
+def _metrics(method: str, tag: str, acc: float) -> dict:  # the shape of results/fedhydra/<run>/metrics/*.json
+    return {"acc_best": acc + 1.0, "acc_final": acc, "best_epoch": 2, "choices": {}, "epochs": 3, "method": method,
+            "server_seconds": 1.5, "stand_in_data": False, "tag": tag, "test_samples": 10000}
+
+
+def _write_run(root: Path, run: str, accs: dict[str, float]) -> None:
+    d = root / run
+    for sub in ("metrics", "curves", "extras", "partition"):
+        (d / sub).mkdir(parents=True, exist_ok=True)
+    for key, acc in accs.items():
+        method, _, tag = key.partition("-")
+        (d / "metrics" / f"{key}.json").write_text(json.dumps(_metrics(method, tag, acc), indent=2) + "\n")
+        if method not in ("fedavg", "ot"):
+            (d / "curves" / f"{key}.csv").write_text("epoch,test_acc\n1,20.0000\n2,30.0000\n3,%.4f\n" % acc)
+        (d / "extras" / f"{key}.json").write_text(json.dumps({"extras": {}, "method": method, "tag": tag}) + "\n")
+    counts = [[100 if c // 2 == k else 0 for c in range(10)] for k in range(5)]
+    (d / "partition" / "summary.json").write_text(json.dumps({"class_counts": counts, "num_clients": 5}) + "\n")
+    (d / "clients.json").write_text(json.dumps({"local_acc_max": 50.0, "local_acc_mean": 40.0,
+                                                "local_acc_min": 30.0}) + "\n")
+
+
+def test_render_leaves_out_and_lists_stale_results(repo_root, tmp_path, capsys):
+    params = committed_params(repo_root)
+    params.update(splits=["dir0.5", "2cc"], methods=["fedavg", "dense", "fedhydra"],
+                  lambdas=[lam for lam in params["lambdas"] if lam["tag"] == "l0.5-1"])
+    params["paper_columns"] = {}
+    results = tmp_path / "fedhydra"
+    # current: the Dir(0.5) run (fmnist-2cc is expected but missing: shown as not run)
+    _write_run(results, "fmnist-dir0.5", {"fedavg": 61.0, "dense": 55.0, "fedhydra": 57.0, "fedhydra-ae": 52.0,
+                                          "fedhydra-l0.5-1": 54.0,
+                                          "fedhydra-l0-0": 99.5})  # stale: a λ row no longer in `lambdas`
+    _write_run(results, "fmnist-dir0.3", {"fedavg": 77.7, "fedhydra": 88.8})  # stale: a split no longer in `splits`
+    out = tmp_path / "out"
+    fh.render(params, results, tmp_path / "no-prepared-data", out, paper_results_root=tmp_path / "no-paper-results")
+
+    readme = (out / "README.md").read_text()
+    assert SECTION in readme
+    section = readme.split(SECTION, 1)[1].split("\n## ", 1)[0]
+    stale = ["fedhydra/fmnist-dir0.3/fedavg", "fedhydra/fmnist-dir0.3/fedhydra", "fedhydra/fmnist-dir0.3/clients",
+             "fedhydra/fmnist-dir0.3/partition", "fedhydra/fmnist-dir0.5/fedhydra-l0-0"]
+    for item in stale:
+        assert f"- `{item}`" in section
+    assert "fmnist-dir0.5/fedavg`" not in section and "fmnist-dir0.5/fedhydra-l0.5-1" not in section
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len([ln for ln in err if "not rendered" in ln]) == 1
+    assert all(item in err[-1] for item in stale)
+
+    runs_md = (out / "runs.md").read_text()
+    assert "| fmnist-dir0.5 | fedhydra-l0.5-1 | 54.00 |" in runs_md and "| fmnist-dir0.5 | fedavg | 61.00 |" in runs_md
+    assert "fmnist-dir0.3" not in runs_md and "fedhydra-l0-0" not in runs_md and "99.50" not in runs_md
+    table01 = (out / "table01.md").read_text()
+    assert "61.00 /" in table01  # FashionMNIST α = 0.5
+    assert "77.70" not in table01 and "88.80" not in table01  # the stale α = 0.3 column is not rendered
+    claims = {c["artifact"] + c["claim"]: c for c in json.loads((out / "claims.json").read_text())}
+    t1 = next(c for k, c in claims.items() if k.startswith("table01FedHydra has the best"))
+    assert t1["evidence"].startswith("1 column(s) run")
+    assert "99.50" not in (out / "table06.md").read_text() and "54.00 /" in (out / "table06.md").read_text()
+
+
+def test_no_section_when_everything_is_current(repo_root, tmp_path, capsys):
+    params = committed_params(repo_root)
+    params.update(splits=["dir0.5"], methods=["fedavg"], lambdas=[])
+    results = tmp_path / "fedhydra"
+    _write_run(results, "fmnist-dir0.5", {"fedavg": 61.0})
+    fh.render(params, results, tmp_path / "no-prepared-data", tmp_path / "out")
+    assert "Not rendered" not in (tmp_path / "out" / "README.md").read_text()
+    assert "not rendered" not in capsys.readouterr().err
