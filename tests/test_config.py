@@ -85,3 +85,49 @@ def test_profiles_scale_steps_per_server_epoch(method, keys):
         assert m.resolved(PROFILES["demo"])[k] == round(paper * 0.5)
         assert m.resolved(PROFILES["smoke"])[k] == max(1, round(paper * 0.1)) < paper
         assert m.resolved(PROFILES["demo"])["epochs"] == m.resolved(PROFILES["quick"])["epochs"]
+
+
+@pytest.mark.parametrize("changes,pattern", [
+    ({"alpah": 0.1}, r"^alpah: unknown key; did you mean alpha\? allowed: "),
+    ({"local__momentun": 0}, r"^local.momentun: unknown key; did you mean local.momentum\? allowed: "),
+    ({"runtime__thread": 1}, r"^runtime.thread: unknown key; did you mean runtime.threads\? allowed: "),
+    ({"server__fedhydra__betta": 0.5}, r"^server.fedhydra.betta: unknown key; did you mean server.fedhydra.beta\?"),
+    ({"server__fedhidra": {}}, r"^server.fedhidra: unknown key; did you mean server.fedhydra\?"),
+    ({"data__mirorr": ""}, r"^data.mirorr: unknown key; did you mean data.mirror\?"),
+    ({"splits": ["dir0.5"]}, r"^splits: unknown key; .*allowed: "),  # a FedHydra pipeline key, not a main one
+    ({"methods": [["fedavg"]]}, r"^methods: entry \['fedavg'\] is not a method name; allowed: "),
+    ({"server__dense__lr": -1}, r"^server.dense.lr: must be > 0"),  # checked even when dense is not run
+])
+def test_unknown_keys_fail_with_the_nearest_known_one(changes, pattern):
+    with pytest.raises(ConfigError, match=pattern) as e:
+        validate_main(with_(**changes))
+    assert "\n" not in str(e.value)
+
+
+def test_paper_params_files_admit_their_own_keys_only():
+    with open("papers/fedhydra/params.yaml") as f:
+        fh = yaml.safe_load(f)
+    fh = {**fh, "model": fh["model"]["fmnist"]}
+    validate_main(fh, params_file="papers/fedhydra/params.yaml")
+    with pytest.raises(ConfigError, match=r"^hetero.server_modle: unknown key; did you mean hetero.server_model\?"):
+        validate_main({**fh, "hetero": {**fh["hetero"], "server_modle": "x"}}, params_file="papers/fedhydra/params.yaml")
+
+
+def test_params_yaml_lists_every_method_hyperparameter_at_its_default():
+    """`dvc exp run -S server.<method>.<key>=...` needs the key in params.yaml (and `dvc exp show` shows it);
+    the values there are the method files' defaults: the paper's values and the SPEC's proposals."""
+    from osfl.methods import METHODS
+
+    assert set(BASE["server"]) == set(METHODS.names())
+    for name in METHODS.names():
+        defaults = METHODS.get(name).defaults
+        assert BASE["server"][name] == defaults, name
+
+
+def test_runtime_device_and_threads_are_validated():
+    with pytest.raises(ConfigError, match=r"^runtime.threads: must be an integer >= 1, got 0"):
+        validate_main(with_(runtime__threads=0))
+    from osfl.runtime import get_device
+
+    with pytest.raises(ConfigError, match=r"^runtime.device: unknown device 'tpu'"):
+        get_device("tpu")

@@ -409,3 +409,30 @@ def test_svhn_loader_reads_mat_files_and_maps_label_10_to_0(tmp_path, monkeypatc
     np.testing.assert_array_equal(data.x_test, expected["test"][0])
     assert data.y_train.dtype == np.int64 and data.y_train.min() == 0 and data.y_train.max() <= 9
     assert str(mirror) in data.source
+
+
+def test_stand_in_arrays_never_reach_a_quick_run(tmp_path, offline):
+    """Arrays prepared at smoke as stand-ins (the dataset unobtainable) are refused at quick and paper: by the
+    loader every stage uses, and for FedDF's auxiliary data (prepared on first use), which is prepared again."""
+    from osfl.config import get_profile
+    from osfl.data import load_prepared, prepare_dataset
+    from osfl.stages.common import ExperimentPaths, load_data, stand_in_sizes
+    from osfl.stages.server import aux_images
+
+    spec = DATASETS.get("cifar10")
+    smoke, quick = get_profile("smoke"), get_profile("quick")
+    root = tmp_path / "prepared"
+    prepare_dataset("cifar10", root / "cifar10", stand_in=stand_in_sizes(spec, smoke))
+    paths = ExperimentPaths("main", "cifar10", str(root))
+    assert load_data(paths, {"profile": smoke}).stand_in
+    with pytest.raises(ConfigError, match=r"^profile: .*stand-in arrays .*never used at this profile") as e:
+        load_data(paths, {"profile": quick})
+    assert "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="stand-in"):
+        load_prepared(root / "cifar10")  # the default refuses them too
+    cfg = {"profile": smoke, "mirror": None, "seed": 0}
+    import torch
+
+    assert aux_images("cifar100", paths, cfg, torch.device("cpu")).shape[1:] == (3, 32, 32)  # stand-in at smoke
+    with pytest.raises(ConfigError, match=r"^server.feddf.aux_data: cifar100 cannot be loaded"):
+        aux_images("cifar100", paths, {**cfg, "profile": quick}, torch.device("cpu"))

@@ -32,6 +32,7 @@ def smoke_repo(tmp_path_factory, repo_root):
     copy_worktree(repo_root, work)
     params = yaml.safe_load((work / "params.yaml").read_text())
     params["profile"] = "smoke"
+    params["runtime"]["threads"] = 1  # one per xdist worker (the suite runs two at once)
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     remote = work.parent / "remote"
     init_repo(work, remote)
@@ -107,13 +108,16 @@ def test_experiments_change_metrics(smoke_repo):
     work, _, _ = smoke_repo
     base = json.loads((work / "reports" / "main" / "metrics.json").read_text())["methods"]
     cheap = ("-S", "methods=[fedavg,ensemble]")  # the data-free methods are covered by the other tests
-    sh("dvc", "exp", "run", "--temp", "-S", "alpha=0.01", *cheap, cwd=work)
+    # a method's hyper-parameter, typed as a user would (every one is listed in params.yaml)
+    sh("dvc", "exp", "run", "--temp", "-S", "alpha=0.01", "-S", "server.ensemble.weighting=samples", *cheap, cwd=work)
     sh("dvc", "exp", "run", "--temp", "-S", "clients=10", *cheap, cwd=work)
     found = exp_metrics(work)
     by_setting = {}
     for params, accs in found.values():
         by_setting[(params.get("alpha"), params.get("clients"))] = accs
     assert (0.01, 5) in by_setting and (0.5, 10) in by_setting, found
+    weightings = {p.get("alpha"): p["server"]["ensemble"]["weighting"] for p, _ in found.values() if p}
+    assert weightings.get(0.01) == "samples" and weightings.get(0.5) == "uniform", weightings  # in `dvc exp show`
     assert set(by_setting[(0.01, 5)]) == set(by_setting[(0.5, 10)]) == {"fedavg", "ensemble"}
     base_accs = {m: base[m]["acc_final"] for m in ("fedavg", "ensemble")}
     assert by_setting[(0.01, 5)] != base_accs or by_setting[(0.5, 10)] != base_accs
@@ -149,3 +153,43 @@ def test_push_then_pull_into_fresh_clone(smoke_repo, tmp_path):
     assert (clone / "models" / "main" / "global" / "fedavg" / "model.pt").exists()
     # with everything pulled, nothing needs to run again
     assert json.loads(sh("dvc", "status", "--json", "dvc.yaml", cwd=clone).stdout or "{}") == {}
+
+
+def _tracked_outputs(work: Path) -> dict[str, bytes]:
+    """The bytes of every git-tracked pipeline output (cache: false: DVC cannot restore them)."""
+    return {str(f.relative_to(work)): f.read_bytes() for d in ("results/main", "reports/main")
+            for f in sorted((work / d).rglob("*")) if f.is_file()}
+
+
+def test_failed_experiment_loses_nothing(smoke_repo):
+    """`dvc exp run -S alpha=0` stops at the partition stage with one line; the outputs DVC cannot restore
+    (cache: false, git-tracked) are untouched, and `dvc checkout` brings back the cached ones."""
+    work, _, _ = smoke_repo
+    before = _tracked_outputs(work)
+    p = sh("dvc", "exp", "run", "-S", "alpha=0", cwd=work, check=False)
+    assert p.returncode != 0
+    assert "error: alpha: " in p.stdout + p.stderr
+    assert _tracked_outputs(work) == before
+    sh("git", "checkout", "params.yaml", cwd=work)
+    sh("dvc", "checkout", "dvc.yaml", cwd=work)
+    assert json.loads(sh("dvc", "status", "--json", "dvc.yaml", cwd=work).stdout or "{}") == {}
+    assert sh("git", "status", "--porcelain", cwd=work).stdout.strip() == ""
+
+
+def test_stages_pin_record_and_reproduce_bit_for_bit(smoke_repo):
+    """The reproducibility promise on one machine: running train_clients and a data-free server again (new
+    processes, same params) gives byte-identical models; each records device, CPU, kernel ISA and threads."""
+    work, _, _ = smoke_repo
+    again = ("--experiment", "again", "--partition-of", "main", "--no-progress")
+    sh("python", "-m", "osfl.stages.train_clients", *again, cwd=work)
+    sh("python", "-m", "osfl.stages.server", *again, "--method", "dense", cwd=work)
+    for a in sorted((work / "models" / "main" / "clients").rglob("*.pt")):
+        b = work / "models" / "again" / "clients" / a.relative_to(work / "models" / "main" / "clients")
+        assert a.read_bytes() == b.read_bytes(), b
+    main_dense = work / "models" / "main" / "global" / "dense" / "model.pt"
+    assert (work / "models" / "again" / "global" / "dense" / "model.pt").read_bytes() == main_dense.read_bytes()
+    rt = json.loads((work / "models" / "main" / "clients" / "index.json").read_text())["runtime"]
+    assert rt["threads"] == 1 and rt["device"] == "cpu" and rt["deterministic"] is True
+    assert rt["cpu"] and rt["cpu_capability"]
+    metrics = json.loads((work / "results" / "main" / "metrics" / "dense.json").read_text())
+    assert metrics["runtime"]["threads"] == 1 and metrics["runtime"]["cpu"] == rt["cpu"]

@@ -14,7 +14,7 @@ if [[ "${1:-}" == "--skip-train" ]]; then skip_train=1; shift; fi
 ds=$1; split=$2; shift 2
 run=fedhydra-paper/$ds-$split
 args=(--params papers/fedhydra/params.yaml --data-root data/fedhydra/prepared --experiment "$run"
-      --split "$split" --set "dataset=$ds" profile=${PROFILE:-paper})
+      --split "$split" --set "dataset=$ds" profile=${PROFILE:-paper} runtime.device=${DEVICE:-cuda})
 timed() { local s=$(date +%s.%N); "$@"; echo "[paper_column] $(( $(date +%s) - ${s%.*} )) s: ${*:3:1} ${*: -1}" >&2; }
 if [[ $skip_train == 0 ]]; then
   timed python -m osfl.stages.partition "${args[@]}"
