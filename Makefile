@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh machine:
-#   make repro   install into .venv, then run the main DVC pipeline (digits, demo profile: under 5 min on 2 cores)
+#   make repro   install into .venv, pull the shipped models (dvc-store/), then `dvc repro` the main pipeline
+#   make verify  install, then recompute every main stage (dvc repro -f) and diff the curves with the committed ones
 #   make test    install into .venv, then run the test suite (includes the whole pipeline at smoke profile)
 #   make fedhydra  install, then reproduce FedHydra's tables and figures (papers/fedhydra/dvc.yaml)
 VENV ?= .venv
@@ -7,7 +8,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install repro fedhydra test bench dag clean-venv
+.PHONY: install repro verify fedhydra test bench dag clean-venv
 
 install: $(VENV)/.installed
 
@@ -18,7 +19,12 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	touch $@
 
 repro: install
-	dvc repro
+	dvc pull dvc.yaml
+	dvc repro dvc.yaml
+
+verify: install
+	dvc repro -f dvc.yaml
+	git diff --exit-code --stat -- results/main/curves
 
 fedhydra: install
 	dvc repro papers/fedhydra/dvc.yaml
