@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, unknown_key
 from .profiles import PROFILES, Profile, get_profile, scaled, scaled_epochs  # noqa: F401  (re-exported)
 
 
@@ -143,38 +143,27 @@ def paper_of(params_file: str | Path | None) -> str | None:
 def check_keys(params: Mapping[str, Any], params_file: str | Path | None = None) -> None:
     """Fail on the first key of ``params`` that nothing reads, naming the nearest known key (a typo such as
     ``alpah`` or ``local.momentun`` would otherwise be ignored silently)."""
-    from .errors import unknown_key
     from .papers import PIPELINE_KEYS
 
     paper = paper_of(params_file)
     extra = PIPELINE_KEYS.get(paper, {}) if paper else {}
-    known = {**{k: None for k in MAIN_KEYS}, **extra}
+    known = {**{k: None for k in MAIN_KEYS}, "data": DATA_KEYS, "local": LocalTraining.KEYS, **extra}
     for key, value in params.items():
         if key not in known:
             raise unknown_key(str(key), known)
         sub = known[key]
-        if sub is None:
+        if sub is None or (key == "data" and value is None):  # `data:` left empty: no mirror
             continue
         if not isinstance(value, Mapping):
             raise ConfigError(key, f"must be a mapping of {', '.join(sub)}")
         for k in value:
             if k not in sub:
                 raise unknown_key(f"{key}.{k}", sub)
-    for section, sub in (("data", DATA_KEYS), ("local", LocalTraining.KEYS)):
-        value = params.get(section)
-        if value is None:
-            continue
-        if not isinstance(value, Mapping):
-            raise ConfigError(section, f"must be a mapping of {', '.join(sub)}")
-        for k in value:
-            if k not in sub:
-                raise unknown_key(f"{section}.{k}", sub)
 
 
 def check_server(params: Mapping[str, Any]) -> None:
     """Every ``server.<method>`` mapping names a method and only that method's hyper-parameters, with valid values
     (each method's constructor checks them), whether or not the method is in ``methods``."""
-    from .errors import unknown_key
     from .methods import METHODS
 
     server = params.get("server") or {}

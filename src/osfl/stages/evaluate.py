@@ -51,9 +51,8 @@ def _run(args) -> None:
     if curve and abs(curve[-1]["test_acc"] - final) > 1e-6:
         raise RuntimeError(f"{name}: saved model gives {final:.4f}% but its last epoch recorded "
                            f"{curve[-1]['test_acc']:.4f}%; the checkpoint does not match the curve")
-    stand_in = bool(read_json(paths.prepared / "meta.json").get("stand_in", False))
     metrics = {"method": args.method, "tag": args.tag, **summarise(final, curve),
-               "test_samples": int(len(y_test)), "stand_in_data": stand_in,
+               "test_samples": int(len(y_test)), "stand_in_data": data.stand_in,
                "choices": man["choices"], "server_seconds": round(man["seconds"], 3),
                "runtime": man.get("runtime", {})}  # where the server ran: device, CPU model, threads, torch
     write_json(paths.results / "metrics" / f"{name}.json", metrics)
