@@ -1,5 +1,7 @@
 """Every bad value fails before any work, with one line naming the key and what is allowed."""
 import copy
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -61,7 +63,9 @@ def test_bad_values_fail_with_one_line(changes, pattern):
 
 
 def test_profiles_scale_epochs_but_keep_paper_values():
-    assert BASE["local"]["epochs"] == 200  # FedHydra's E, written down unchanged
+    from osfl.config import LocalTraining
+
+    assert "epochs" not in BASE["local"] and LocalTraining.from_params(BASE["local"]).epochs == 200  # FedHydra's E
     assert scaled_epochs(200, PROFILES["paper"]) == 200
     assert scaled_epochs(200, PROFILES["quick"]) == 20
     assert scaled_epochs(200, PROFILES["smoke"]) == 2
@@ -113,15 +117,30 @@ def test_paper_params_files_admit_their_own_keys_only():
         validate_main({**fh, "hetero": {**fh["hetero"], "server_modle": "x"}}, params_file="papers/fedhydra/params.yaml")
 
 
-def test_params_yaml_lists_every_method_hyperparameter_at_its_default():
-    """`dvc exp run -S server.<method>.<key>=...` needs the key in params.yaml (and `dvc exp show` shows it);
-    the values there are the method files' defaults: the paper's values and the SPEC's proposals."""
+def test_params_yaml_writes_only_what_differs_from_the_defaults():
+    """params.yaml has one `server.<method>` entry per method (each server stage depends on its own) holding only
+    values that differ from the method file's defaults (the paper's values, the SPEC's proposals), so `dvc exp show`
+    lists the knobs that differ; `python -m osfl.config` prints every default; `-S ++server.<m>.<key>=v` sets one."""
+    from osfl.accel import Accel
+    from osfl.config import LocalTraining, all_defaults
     from osfl.methods import METHODS
 
     assert set(BASE["server"]) == set(METHODS.names())
+    defaults = all_defaults()
     for name in METHODS.names():
-        defaults = METHODS.get(name).defaults
-        assert BASE["server"][name] == defaults, name
+        assert defaults["server"][name] == METHODS.get(name).defaults, name
+        for key, value in (BASE["server"][name] or {}).items():
+            assert value != defaults["server"][name][key], f"server.{name}.{key} is at its default"
+    for section, default in (("local", LocalTraining().as_dict()), ("runtime", Accel().__dict__)):
+        assert defaults[section] == default
+        for key, value in (BASE.get(section) or {}).items():
+            assert value != default[key], f"{section}.{key} is at its default"
+    # a key added with `++` (as `dvc exp run -S ++server.dense.adv=0.5` writes it) is validated like any other
+    assert validate_main({**BASE, "server": {**BASE["server"], "dense": {"adv": 0.5}}})
+    with pytest.raises(ConfigError, match=r"^server.dense.avd: unknown key; did you mean server.dense.adv\?"):
+        validate_main({**BASE, "server": {**BASE["server"], "dense": {"avd": 0.5}}})
+    out = subprocess.run([sys.executable, "-m", "osfl.config"], capture_output=True, text=True, check=True).stdout
+    assert yaml.safe_load(out) == defaults
 
 
 def test_runtime_device_and_threads_are_validated():

@@ -119,7 +119,9 @@ def resolved_stages(pipeline: str):
     """(stage name, cmd, wdir, deps as paths relative to the repository) for every stage DVC resolves."""
     from dvc.repo import Repo
 
-    with Repo(str(ROOT)) as repo:
+    folder = (ROOT / pipeline).parent
+    project = folder if (folder / ".dvc").is_dir() else ROOT  # papers/<paper>/ is a DVC project of its own
+    with Repo(str(project)) as repo:
         for stage in repo.stage.collect(str(ROOT / pipeline)):
             deps = [Path(d.fs_path).resolve().relative_to(ROOT) for d in stage.deps]
             yield stage.addressing, stage.cmd, Path(stage.wdir), deps

@@ -1,6 +1,6 @@
 """FedHydra's render stage renders only the results the current params produce.
 
-``expected_results`` (which results each run folder of ``results/fedhydra/`` gets from ``papers/fedhydra/dvc.yaml``
+``expected_results`` (which results each run folder of ``papers/fedhydra/results/`` gets from ``papers/fedhydra/dvc.yaml``
 for given params) is checked against DVC's own resolution of that dvc.yaml, for the committed params and for grids
 that use every experiment family, so that it cannot drift from the pipeline. Then a made-up results tree with a
 split and a λ tag that the params no longer list: render must leave them out of the tables and ``runs.md`` and list
@@ -54,14 +54,14 @@ def corners(p: dict) -> dict:
 
 def dvc_outputs(repo_root: Path, params: dict, tmp: Path) -> list[str]:
     """Every output path (outs, metrics, plots) of every stage DVC resolves from papers/fedhydra/dvc.yaml with
-    ``params``, relative to the repository root (the stages' wdir)."""
+    ``params``, relative to papers/fedhydra/ (the stages' wdir, a DVC project of its own)."""
     from dvc.repo import Repo
 
     (tmp / PIPE).mkdir(parents=True)
     shutil.copy(repo_root / PIPE / "dvc.yaml", tmp / PIPE / "dvc.yaml")
     (tmp / PIPE / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    Repo.init(str(tmp), no_scm=True)
-    with Repo(str(tmp)) as repo:
+    Repo.init(str(tmp / PIPE), no_scm=True)  # its own project, as papers/fedhydra/ is
+    with Repo(str(tmp / PIPE)) as repo:
         stages = list(repo.index.stages)
         assert stages, "DVC resolved no stage"
         return [out.def_path for stage in stages for out in stage.outs]
@@ -74,6 +74,9 @@ def materialise(paths: list[str], results: Path) -> None:
         if p.suffix in (".json", ".csv"):
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text("{}\n")
+        elif p.name == "plots":  # a server's live curves (dvclive)
+            (p / "metrics").mkdir(parents=True, exist_ok=True)
+            (p / "metrics" / "test_acc.tsv").write_text("step\ttest_acc\n0\t50.0\n")
         else:
             assert p.name == "partition", f"a folder output render does not know: {rel}"
             p.mkdir(parents=True, exist_ok=True)
@@ -87,15 +90,19 @@ def test_expected_results_match_dvc_yaml(repo_root, tmp_path, variant):
     params = committed_params(repo_root)
     params = {"committed": lambda p: p, "every_family": every_family, "corners": corners}[variant](params)
     outs = dvc_outputs(repo_root, copy.deepcopy(params), tmp_path / "repo")
-    prefix, paper_prefix = "results/fedhydra/", "results/fedhydra-paper/"
-    materialise([o[len("results/"):] for o in outs if o.startswith(prefix)], tmp_path / "results")
-    run_dirs = fh._run_dirs(tmp_path / "results" / "fedhydra")
+    prefix, paper_prefix = "results/", "results/paper/"
+    materialise([o[len(prefix):] for o in outs if o.startswith(prefix) and not o.startswith(paper_prefix)],
+                tmp_path / "results")
+    run_dirs = fh._run_dirs(tmp_path / "results")
     on_disk = {d.name: {key for key, _, _ in fh._result_files(d)} for d in run_dirs}
     # every result output DVC declares is read by render (the twins of a file it reads aside) ...
     read = {f.relative_to(tmp_path) for d in run_dirs for _, _, f in fh._result_files(d)}
     for o in outs:
-        if o.startswith(prefix) and not (o.endswith("/local_curve.json") or ("/rounds/" in o and o.endswith(".csv"))):
-            assert Path(o) in read or Path(o) / "summary.json" in read, f"an output render does not read: {o}"
+        twin = (o.endswith("/local_curve.json") or ("/rounds/" in o and o.endswith(".csv"))
+                or ("/live/" in o and o.endswith("/metrics.json")))  # the live summary: the curve is read
+        if o.startswith(prefix) and not o.startswith(paper_prefix) and not twin:
+            read_as = (Path(o), Path(o) / "summary.json", Path(o) / "metrics" / "test_acc.tsv")
+            assert any(r in read for r in read_as), f"an output render does not read: {o}"
     # ... and the keys render finds from them are exactly the expected ones
     expected = fh.expected_results(params)
     assert on_disk == expected
@@ -121,8 +128,8 @@ def test_committed_results_are_all_current(repo_root):
     produce (so the committed README has no "Not rendered" section)."""
     params = committed_params(repo_root)
     exp, paper = fh.expected_results(params), fh.expected_paper_runs(params)
-    assert fh.not_current(repo_root / "results" / "fedhydra", lambda r, k: r in exp and (k is None or k in exp[r])) == []
-    assert fh.not_current(repo_root / "results" / "fedhydra-paper", lambda r, k: r in paper) == []
+    assert fh.not_current(repo_root / PIPE / "results", lambda r, k: r in exp and (k is None or k in exp[r])) == []
+    assert fh.not_current(repo_root / PIPE / "results" / "paper", lambda r, k: r in paper) == []
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -162,7 +169,8 @@ def test_render_leaves_out_and_lists_stale_results(repo_root, tmp_path, capsys):
                                           "fedhydra-l0-0": 99.5})  # stale: a λ row no longer in `lambdas`
     _write_run(results, "fmnist-dir0.3", {"fedavg": 77.7, "fedhydra": 88.8})  # stale: a split no longer in `splits`
     out = tmp_path / "out"
-    fh.render(params, results, tmp_path / "no-prepared-data", out, paper_results_root=tmp_path / "no-paper-results")
+    fh.render(params, results, tmp_path / "no-prepared-data", out, paper_results_root=tmp_path / "no-paper-results",
+              published_root=str(repo_root / PIPE / "published"))
 
     readme = (out / "README.md").read_text()
     assert SECTION in readme
@@ -193,6 +201,7 @@ def test_no_section_when_everything_is_current(repo_root, tmp_path, capsys):
     params.update(splits=["dir0.5"], methods=["fedavg"], lambdas=[])
     results = tmp_path / "fedhydra"
     _write_run(results, "fmnist-dir0.5", {"fedavg": 61.0})
-    fh.render(params, results, tmp_path / "no-prepared-data", tmp_path / "out")
+    fh.render(params, results, tmp_path / "no-prepared-data", tmp_path / "out",
+              published_root=str(repo_root / PIPE / "published"))
     assert "Not rendered" not in (tmp_path / "out" / "README.md").read_text()
     assert "not rendered" not in capsys.readouterr().err

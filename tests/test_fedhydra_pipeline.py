@@ -1,4 +1,4 @@
-"""The FedHydra paper pipeline (papers/fedhydra/dvc.yaml) at smoke profile, in a temporary copy of the repository.
+"""The FedHydra paper pipeline (papers/fedhydra/, a DVC project of its own) at smoke profile, in a temporary copy of the repository.
 
 Paid once per run of the suite: ONE representative slice of the DAG runs for real (the real Fashion-MNIST runs are
 the committed quick-profile ones, checked by tests/test_fedhydra_golden.py), on the CIFAR-10 stand-in with the
@@ -21,7 +21,7 @@ import yaml
 from helpers import compile_latex, copy_worktree, init_repo, sh
 
 pytestmark = pytest.mark.slow
-PIPE = "papers/fedhydra/dvc.yaml"
+SUB = "papers/fedhydra"  # a DVC project of its own: its commands run there
 FIGURES = ("figure03", "figure04", "figure05", "figure06", "figure07", "figure08", "figure09", "figure10",
            "figure11", "figure12", "figure13")
 
@@ -49,15 +49,15 @@ def fedhydra_repo(tmp_path_factory, repo_root):
     params["paper_columns"] = {}  # GPU-sized: never in CI
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
     # the committed paper-profile column (GPU-made, a frozen stage's git-tracked results) feeds the render stage
-    shutil.copytree(repo_root / "results" / "fedhydra-paper", work / "results" / "fedhydra-paper")
+    shutil.copytree(repo_root / SUB / "results" / "paper", work / SUB / "results" / "paper")
     init_repo(work, work.parent / "remote")
-    out = sh("dvc", "repro", PIPE, cwd=work)
+    out = sh("dvc", "repro", cwd=work / SUB)
     return work, out
 
 
 def test_render_writes_every_table_and_figure(fedhydra_repo):
     work, out = fedhydra_repo
-    rep = work / "reports" / "fedhydra"
+    rep = work / SUB / "reports"
     for i in range(1, 19):
         for ext in ("tex", "md"):
             assert (rep / f"table{i:02d}.{ext}").stat().st_size > 0, (i, ext)
@@ -67,7 +67,7 @@ def test_render_writes_every_table_and_figure(fedhydra_repo):
     readme = (rep / "README.md").read_text()
     # the committed paper-profile results are on disk, but `paper_columns: {}` here: not current, so not rendered
     assert not (rep / "table01_paper_profile.md").exists()
-    assert "## Not rendered" in readme and "fedhydra-paper/fmnist-dir0.5" in readme
+    assert "## Not rendered" in readme and "paper/fmnist-dir0.5" in readme
     assert all(f"table{i:02d}" in readme for i in range(1, 19)) and all(f in readme for f in FIGURES)
 
 
@@ -80,7 +80,7 @@ def md_cells(path) -> dict[str, dict[str, str]]:
 
 
 def metric(work, run: str, name: str, which: str = "acc_final") -> float:
-    return json.loads((work / "results" / "fedhydra" / run / "metrics" / f"{name}.json").read_text())[which]
+    return json.loads((work / SUB / "results" / run / "runs" / f"{name}.json").read_text())[which]
 
 
 def ours(cell: str) -> str:
@@ -90,7 +90,7 @@ def ours(cell: str) -> str:
 
 def test_tables_show_ours_beside_the_paper(fedhydra_repo):
     work, _ = fedhydra_repo
-    rep = work / "reports" / "fedhydra"
+    rep = work / SUB / "reports"
     t1 = md_cells(rep / "table01.md")
     cell = t1["FedHydra (ours)"]["CIFAR10 alpha=0.5"]
     assert ours(cell) == f"{metric(work, 'cifar10-dir0.5', 'fedhydra'):.2f}"  # our final accuracy, as run
@@ -101,11 +101,11 @@ def test_tables_show_ours_beside_the_paper(fedhydra_repo):
     assert t1["FedHydra (ours)"]["MNIST alpha=0.5"] == "— / 88.75 (Δ—)"  # we did not run MNIST
     md = (rep / "table01.md").read_text()
     assert "STAND-IN DATA" in md and "cifar10" in md  # CIFAR-10 cannot be obtained offline
-    assert json.loads((work / "results" / "fedhydra" / "cifar10-dir0.5" / "metrics" / "fedhydra.json").read_text()
+    assert json.loads((work / SUB / "results" / "cifar10-dir0.5" / "runs" / "fedhydra.json").read_text()
                       )["stand_in_data"] is True
     assert md_cells(rep / "table02.md")["FedHydra (ours)"]["CIFAR10"].startswith("—")  # 2c/c not in this slice
     t3 = md_cells(rep / "table03.md")["alpha=0.5"]  # heterogeneous: per-client and server cells
-    hetero_clients = json.loads((work / "results" / "fedhydra" / "cifar10-dir0.5-hetero" / "clients.json").read_text())
+    hetero_clients = json.loads((work / SUB / "results" / "cifar10-dir0.5-hetero" / "clients.json").read_text())
     assert not t3["Client M1"].startswith("—") and len(hetero_clients["per_client"]) == 5
     assert ours(t3["Server(ResNet18) FedHydra"]) == f"{metric(work, 'cifar10-dir0.5-hetero', 'fedhydra'):.2f}"
     assert t3["Server(ResNet18) FedDF"].startswith("—")  # not in hetero.methods of this grid
@@ -114,7 +114,7 @@ def test_tables_show_ours_beside_the_paper(fedhydra_repo):
     assert t7["10"]["DENSE"].startswith("—")  # not in ksweep.methods
     assert ours(t7["5"]["DENSE"]) == ours(t1["DENSE"]["CIFAR10 alpha=0.5"])  # K = 5 is the Table 1 run
     t12 = md_cells(rep / "table12.md")  # CIFAR-10 Dir(0.5), rounds T=1, 2
-    rounds = json.loads((work / "results" / "fedhydra" / "cifar10-dir0.5" / "rounds" / "fedavg.json").read_text())
+    rounds = json.loads((work / SUB / "results" / "cifar10-dir0.5" / "rounds" / "fedavg.json").read_text())
     assert ours(t12["T=2"]["FedAvg"]) == f"{rounds['rounds'][1]['test_acc']:.2f}"
     assert t12["T=3"]["FedAvg"].startswith("—")
     t6 = md_cells(rep / "table06.md")  # (1, 1) is the main run, (0.5, 1) the one ablation row in the grid
@@ -126,7 +126,7 @@ def test_tables_show_ours_beside_the_paper(fedhydra_repo):
 def test_claims_follow_the_runs(fedhydra_repo):
     """The verdicts written by the render stage are the ones the runs imply (the logic: test_fedhydra_claims.py)."""
     work, _ = fedhydra_repo
-    claims = json.loads((work / "reports" / "fedhydra" / "claims.json").read_text())
+    claims = json.loads((work / SUB / "reports" / "claims.json").read_text())
 
     def by(artifact: str, claim: str) -> str:
         (v,) = [c["verdict"] for c in claims if c["artifact"] == artifact and c["claim"].startswith(claim)]
@@ -137,27 +137,27 @@ def test_claims_follow_the_runs(fedhydra_repo):
     best = metric(work, "cifar10-dir0.5", "fedhydra") >= max(metric(work, "cifar10-dir0.5", m) for m in ("fedavg", "dense"))
     assert by("table01", "FedHydra has the best") == ("holds" if best else "does not hold")
     assert by("figure10", "all models collapse ") == "not run"  # MNIST not in the grid
-    curve = (work / "results" / "fedhydra" / "cifar10-dir0.5" / "local_curve.csv").read_text().splitlines()
+    curve = (work / SUB / "results" / "cifar10-dir0.5" / "local_curve.csv").read_text().splitlines()
     assert curve[0].startswith("epoch,fedavg,client_1") and len(curve) == 3  # E = 200 x 0.01 = 2, every 1
-    timing = sorted(p.name for p in (work / "results" / "fedhydra" / "cifar10-dir0.5" / "timing").iterdir())
+    timing = sorted(p.name for p in (work / SUB / "results" / "cifar10-dir0.5" / "timing").iterdir())
     assert timing == ["dense-t1.json", "fedhydra-t1.json"]
-    extras = json.loads((work / "results" / "fedhydra" / "cifar10-dir0.5" / "extras" / "fedhydra.json").read_text())
+    extras = json.loads((work / SUB / "results" / "cifar10-dir0.5" / "runs" / "fedhydra.json").read_text())
     U_r = extras["extras"]["U_r"]
     assert len(U_r) == 10 and all(abs(sum(row) - 1) < 1e-4 for row in U_r)
 
 
 def test_second_repro_does_nothing(fedhydra_repo):
     work, _ = fedhydra_repo
-    out = sh("dvc", "repro", PIPE, cwd=work)
+    out = sh("dvc", "repro", cwd=work / SUB)
     assert "Running stage" not in out.stdout, out.stdout
-    assert json.loads(sh("dvc", "status", "--json", PIPE, cwd=work).stdout or "{}") == {}
+    assert json.loads(sh("dvc", "status", "--json", cwd=work / SUB).stdout or "{}") == {}
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None,
                     reason="pdflatex not installed: apt-get install texlive-latex-base texlive-latex-recommended")
 def test_paper_tables_compile(fedhydra_repo, tmp_path):
     work, _ = fedhydra_repo
-    compile_latex([(work / "reports" / "fedhydra" / f"table{i:02d}.tex").read_text() for i in (1, 2, 6)], tmp_path)
+    compile_latex([(work / SUB / "reports" / f"table{i:02d}.tex").read_text() for i in (1, 2, 6)], tmp_path)
 
 
 def test_full_paper_grid_resolves(repo_root, tmp_path):
@@ -176,9 +176,9 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
     params["paper_columns"] = {}
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
     init_repo(work, tmp_path / "remote")
-    ran = [ln.split(":")[-1] for ln in sh("dvc", "stage", "list", "--name-only", PIPE, cwd=work).stdout.split()]
-    dot = sh("dvc", "dag", "--dot", PIPE, cwd=work).stdout
-    assert '"papers/fedhydra/dvc.yaml:train@cifar10-dir0.5" -> "papers/fedhydra/dvc.yaml:server@cifar10-dir0.5-fedhydra"' in dot
+    ran = [ln.split(":")[-1] for ln in sh("dvc", "stage", "list", "--name-only", cwd=work / SUB).stdout.split()]
+    dot = sh("dvc", "dag", "--dot", cwd=work / SUB).stdout
+    assert '"train@cifar10-dir0.5" -> "server@cifar10-dir0.5-fedhydra"' in dot
     n_ds, n_sp, n_m, n_lam = 4, len(params["splits"]), len(params["methods"]), len(params["lambdas"])
     h, k, r = params["hetero"], params["ksweep"], params["multiround"]
     expected = {

@@ -46,7 +46,7 @@ def test_stage_writes_the_curve(tmp_path, monkeypatch):
     train_clients.main(["--no-progress", "--set", "local.epochs=400"])
     server.main(["--no-progress", "--method", "fedavg"])
     evaluate.main(["--no-progress", "--method", "fedavg"])
-    acc = json.loads(Path("results/main/metrics/fedavg.json").read_text())["acc_final"]
+    acc = json.loads(Path("results/main/runs/fedavg.json").read_text())["acc_final"]
     assert float(rows[-1]["fedavg"]) == pytest.approx(acc, abs=1e-6)
     clients = json.loads(Path("results/main/clients.json").read_text())["per_client"]
     assert [float(rows[-1][f"client_{c['client'] + 1}"]) for c in clients] == pytest.approx(

@@ -15,6 +15,8 @@ import pytest
 import yaml
 from helpers import copy_worktree, init_repo, sh
 
+from osfl.live import read_curve
+
 pytestmark = pytest.mark.slow
 FMNIST = Path("/usr/share/datasets/fashion-mnist")
 ALL_METHODS = ("fedavg", "ensemble", "ot", "feddf", "dense", "coboost", "fedhydra")
@@ -52,10 +54,9 @@ def test_repro_writes_report_metrics_and_models(smoke_repo):
     assert set(metrics["methods"]) == set(ALL_METHODS)
     for name, m in metrics["methods"].items():
         assert 0.0 <= m["acc_final"] <= 100.0
-        rows = (work / "results" / "main" / "curves" / f"{name}.csv").read_text().splitlines()[1:]
-        accs = [float(r.split(",")[1]) for r in rows]
+        epochs, accs = read_curve(work / "results" / "main" / "live" / name)  # the files dvclive wrote
         if name in TRAINED:  # smoke: 200 server epochs x 0.01; the curve's best is the recorded best
-            assert len(accs) == m["epochs"] == 2, name
+            assert len(accs) == m["epochs"] == 2 and epochs == [1, 2], name
             assert max(accs) == pytest.approx(m["acc_best"], abs=1e-4), name
             assert accs[-1] == pytest.approx(m["acc_final"], abs=1e-4), name
         else:  # no server training: one point (epoch 0), and best = final
@@ -87,40 +88,85 @@ def test_second_repro_does_nothing(smoke_repo):
     assert json.loads(status.stdout or "{}") == {}
 
 
-def exp_metrics(work: Path) -> dict:
-    show = json.loads(sh("dvc", "exp", "show", "--json", cwd=work).stdout)
-    found = {}
+def exp_rows(show: list) -> list[dict]:
+    """Every row of `dvc exp show --json`: the baselines and their experiments."""
+    rows = []
     for entry in show:
+        rows.append(entry)
         for exp in (entry.get("experiments") or []):
-            for rev in exp.get("revs", []):
-                data = rev.get("data") or {}
-                name = rev.get("name") or rev.get("rev")
-                ms = data.get("metrics") or {}
-                # the main pipeline's metrics only (paper pipelines declare metrics files too)
-                accs = {Path(f).stem: v["data"]["acc_final"] for f, v in ms.items()
-                        if f.startswith("results/main/metrics/") and "data" in v}
-                params = (data.get("params") or {}).get("params.yaml", {}).get("data", {})
-                found[name] = (params, accs)
+            rows.extend(exp.get("revs", []))
+    return rows
+
+
+def exp_metrics(work: Path) -> dict:
+    """experiment name -> (params.yaml, {method: {final, best[, epoch]}}) from `dvc exp show --json`."""
+    found = {}
+    for rev in exp_rows(json.loads(sh("dvc", "exp", "show", "--json", cwd=work).stdout)):
+        data = rev.get("data") or {}
+        accs = {}
+        for f, v in (data.get("metrics") or {}).items():  # results/main/live/<method>/metrics.json
+            if f.startswith("results/main/live/") and "data" in v:
+                accs.update(v["data"])
+        params = (data.get("params") or {}).get("params.yaml", {}).get("data", {})
+        found[rev.get("name") or rev.get("rev")] = (params, accs)
     return found
 
 
-def test_experiments_change_metrics(smoke_repo):
+def exp_columns(show: list) -> set[tuple[str, str, str]]:
+    """The params and metrics columns of `dvc exp show` (flattened keys, over every row), as DVC builds them."""
+    from dvc.utils.flatten import flatten
+
+    cols = set()
+    for rev in exp_rows(show):
+        data = rev.get("data") or {}
+        for kind in ("params", "metrics"):
+            for f, v in (data.get(kind) or {}).items():
+                cols.update((kind, f, k) for k in flatten(v.get("data") or {}))
+    return cols
+
+
+def test_experiments_readable_and_comparable(smoke_repo, tmp_path):
+    """Two experiments as a user runs them; `dvc exp show` at the root stays under 40 params+metrics columns and
+    holds every method's final and best accuracy for both; a method knob set with `++` shows as a column; `dvc
+    plots diff` draws each method's curve with one line per experiment."""
     work, _, _ = smoke_repo
     base = json.loads((work / "reports" / "main" / "metrics.json").read_text())["methods"]
-    cheap = ("-S", "methods=[fedavg,ensemble]")  # the data-free methods are covered by the other tests
-    # a method's hyper-parameter, typed as a user would (every one is listed in params.yaml)
-    sh("dvc", "exp", "run", "--temp", "-S", "alpha=0.01", "-S", "server.ensemble.weighting=samples", *cheap, cwd=work)
-    sh("dvc", "exp", "run", "--temp", "-S", "clients=10", *cheap, cwd=work)
+    cheap = ("-S", "methods=[fedavg,ensemble,dense]")  # dense: a method with server epochs
+    sh("dvc", "exp", "run", "--temp", "-n", "alpha001", "-S", "alpha=0.01", "-S", "++server.ensemble.weighting=samples",
+       *cheap, cwd=work)
+    sh("dvc", "exp", "run", "--temp", "-n", "clients10", "-S", "clients=10", *cheap, cwd=work)
+    show = json.loads(sh("dvc", "exp", "show", "--json", cwd=work).stdout)
+    cols = exp_columns(show)
+    assert len(cols) <= 40, sorted(cols)
+    names = {k for _, _, k in cols}
+    assert "server.ensemble.weighting" in names  # the knob that differs, and no other method knob
+    assert not any(k.startswith("server.") and k != "server.ensemble.weighting" for k in names), sorted(names)
     found = exp_metrics(work)
-    by_setting = {}
-    for params, accs in found.values():
-        by_setting[(params.get("alpha"), params.get("clients"))] = accs
-    assert (0.01, 5) in by_setting and (0.5, 10) in by_setting, found
-    weightings = {p.get("alpha"): p["server"]["ensemble"]["weighting"] for p, _ in found.values() if p}
-    assert weightings.get(0.01) == "samples" and weightings.get(0.5) == "uniform", weightings  # in `dvc exp show`
-    assert set(by_setting[(0.01, 5)]) == set(by_setting[(0.5, 10)]) == {"fedavg", "ensemble"}
-    base_accs = {m: base[m]["acc_final"] for m in ("fedavg", "ensemble")}
-    assert by_setting[(0.01, 5)] != base_accs or by_setting[(0.5, 10)] != base_accs
+    assert found["alpha001"][0]["alpha"] == 0.01 and found["clients10"][0]["clients"] == 10, found
+    for exp in ("alpha001", "clients10"):
+        accs = found[exp][1]
+        assert set(accs) == {"fedavg", "ensemble", "dense"}, accs
+        for m, a in accs.items():
+            assert 0.0 <= a["final"] <= a["best"] <= 100.0, (exp, m, a)
+        assert accs["dense"]["epoch"] == 2
+    assert found["alpha001"][0]["server"]["ensemble"]["weighting"] == "samples"
+    assert {m: found["alpha001"][1][m]["final"] for m in ("fedavg", "ensemble")} != \
+        {m: base[m]["acc_final"] for m in ("fedavg", "ensemble")}
+    # the curves of both experiments, one panel per method (and logged quantity), one line per experiment
+    out = sh("dvc", "plots", "diff", "alpha001", "clients10", "--json", cwd=work)
+    shown = json.loads(out.stdout)
+    # the top-level plot names every default method; those these experiments did not run have no file
+    bad = [e for e in shown.get("errors") or [] if any(f"/{m}/" in e.get("source", "") for m in ("fedavg", "ensemble", "dense"))]
+    assert not bad, bad
+    plots = shown["data"]
+    acc = {pid: spec for pid, spec in plots.items() if pid.endswith("test_acc.tsv") and "/live/" in pid}
+    assert {Path(pid).parts[3] for pid in acc} >= {"fedavg", "ensemble", "dense"}, sorted(plots)
+    dense = acc["results/main/live/dense/plots/metrics/test_acc.tsv"][0]
+    assert set(dense["revisions"]) == {"alpha001", "clients10"}, dense["revisions"]
+    assert "accuracy-vs-epoch" in plots  # the top-level plot: every method in one panel
+    html = tmp_path / "plots"
+    sh("dvc", "plots", "diff", "alpha001", "clients10", "-o", str(html), cwd=work)
+    assert (html / "index.html").stat().st_size > 0
     # the workspace is left as it was
     assert sh("git", "status", "--porcelain", cwd=work).stdout.strip() == ""
 
@@ -134,9 +180,9 @@ def test_fmnist_from_debian_offline(smoke_repo):
     # other methods read the same uploads as on the digits run above
     sh("dvc", "exp", "run", "--temp", "-S", "dataset=fmnist", "-S", "methods=[fedavg,feddf]", cwd=work)
     found = exp_metrics(work)
-    fm = [a for p, a in found.values() if p.get("dataset") == "fmnist"]
+    fm = [a for p, a in found.values() if p.get("dataset") == "fmnist" and a]
     assert len(fm) == 1 and set(fm[0]) == {"fedavg", "feddf"}, found
-    assert fm[0]["fedavg"] > 12.0  # real Fashion-MNIST: above chance (10%) after 2 local epochs on 1,000 samples
+    assert fm[0]["fedavg"]["final"] > 12.0  # real Fashion-MNIST: above chance (10%) after 2 local epochs on 1,000 samples
 
 
 def test_push_then_pull_into_fresh_clone(smoke_repo, tmp_path):
@@ -191,5 +237,32 @@ def test_stages_pin_record_and_reproduce_bit_for_bit(smoke_repo):
     rt = json.loads((work / "models" / "main" / "clients" / "index.json").read_text())["runtime"]
     assert rt["threads"] == 1 and rt["device"] == "cpu" and rt["deterministic"] is True
     assert rt["cpu"] and rt["cpu_capability"]
-    metrics = json.loads((work / "results" / "main" / "metrics" / "dense.json").read_text())
+    metrics = json.loads((work / "results" / "main" / "runs" / "dense.json").read_text())
     assert metrics["runtime"]["threads"] == 1 and metrics["runtime"]["cpu"] == rt["cpu"]
+
+
+def test_server_logs_each_epoch_before_it_ends(smoke_repo, monkeypatch):
+    """Live logging: while a server stage runs, its DVC metrics file and curve already hold every finished epoch
+    (what `dvc exp show` and editors read during `dvc exp run`)."""
+    from osfl import live
+    from osfl.stages import server
+
+    work, _, _ = smoke_repo
+    monkeypatch.chdir(work)
+    folder = work / "results" / "live-check" / "live" / "dense"
+    seen = []
+    original = live.LiveRun.epoch
+
+    def epoch_then_read(self, entry):
+        original(self, entry)
+        on_disk = json.loads((folder / "metrics.json").read_text())["dense"]
+        seen.append((entry["epoch"], on_disk["epoch"], on_disk["final"], read_curve(folder)[0]))
+
+    monkeypatch.setattr(live.LiveRun, "epoch", epoch_then_read)
+    shutil.copytree(work / "models" / "main" / "clients", work / "models" / "live-check" / "clients")
+    server.main(["--experiment", "live-check", "--partition-of", "main", "--no-progress", "--method", "dense",
+                 "--set", "server.dense.epochs=300"])  # smoke: x0.01 -> 3 epochs
+    assert [(e, d) for e, d, _, _ in seen] == [(1, 1), (2, 2), (3, 3)]
+    assert [c for _, _, _, c in seen] == [[1], [1, 2], [1, 2, 3]]
+    final = json.loads((folder / "metrics.json").read_text())["dense"]
+    assert final["epoch"] == 3 and final["final"] == seen[-1][2]

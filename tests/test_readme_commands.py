@@ -27,13 +27,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def readme_commands() -> list[str]:
+    """Every `dvc`/`make` line of the README's shell blocks; after a `cd <dir>` line of its block, written as
+    ``cd <dir> && <command>`` (a paper pipeline's commands run in its folder, a DVC project of its own)."""
     text = (ROOT / "README.md").read_text()
     cmds = []
     for block in re.findall(r"```(?:bash|sh|console)\n(.*?)```", text, flags=re.S):
+        cwd = ""
         for line in block.splitlines():
             line = line.split("  #")[0].split(" # ")[0].strip()
-            if line.startswith(("dvc ", "make ")):
-                cmds.append(line)
+            if line.startswith("cd "):
+                cwd = line[3:].strip()
+            elif line.startswith(("dvc ", "make ")):
+                cmds.append(f"cd {cwd} && {line}" if cwd else line)
     return cmds
 
 
@@ -60,6 +65,11 @@ def test_readme_shows_commands():
 
 @pytest.mark.parametrize("cmd", COMMANDS)
 def test_readme_command(cmd):
+    cwd = ROOT
+    if cmd.startswith("cd "):
+        folder, _, cmd = cmd[3:].partition(" && ")
+        cwd = ROOT / folder
+        assert (cwd / "dvc.yaml").is_file() and (cwd / ".dvc").is_dir(), f"{folder} is not a DVC project"
     args = shlex.split(cmd)
     if args[0] == "make":
         p = subprocess.run(["make", "-n", *args[1:]], cwd=ROOT, capture_output=True, text=True)
@@ -67,7 +77,7 @@ def test_readme_command(cmd):
         return
     files = [a for a in args if a.endswith("dvc.yaml")]
     for f in files:
-        assert (ROOT / f).is_file(), f"{cmd}: {f} does not exist"
+        assert (cwd / f).is_file(), f"{cmd}: {f} does not exist"
     sets = [args[i + 1] for i, a in enumerate(args) if a == "-S"]
     if not sets:
         return
@@ -77,6 +87,7 @@ def test_readme_command(cmd):
         target = target or "params.yaml"
         key, _, raw = assign.partition("=")
         add = key.startswith("++")
+        target = str((cwd / target).relative_to(ROOT))
         params = by_file.setdefault(target, copy.deepcopy(yaml.safe_load((ROOT / target).read_text())))
         set_key(params, key.lstrip("+"), yaml.safe_load(raw), add, cmd)
     for target, params in by_file.items():
@@ -90,3 +101,5 @@ def test_readme_command(cmd):
 def test_readme_pipelines_resolve():
     for f in sorted({a for c in COMMANDS for a in shlex.split(c) if a.endswith("dvc.yaml")} | {"dvc.yaml"}):
         sh(str(Path(BIN) / "dvc"), "stage", "list", f, cwd=ROOT)
+    for folder in sorted({c[3:].partition(" && ")[0] for c in COMMANDS if c.startswith("cd ")}):
+        sh(str(Path(BIN) / "dvc"), "stage", "list", cwd=ROOT / folder)

@@ -72,25 +72,29 @@ def check_choice(key: str, value: Any, allowed: list[str]) -> str:
 class LocalTraining:
     """Client-side training hyper-parameters (FedHydra SPEC §1.9: SGD, lr 0.01, B 128, E 200)."""
 
-    epochs: int
-    batch_size: int
-    lr: float
-    momentum: float
-    weight_decay: float
-    augment: str
-    init: str
-    eval_every: int
+    epochs: int = 200
+    batch_size: int = 128
+    lr: float = 0.01
+    momentum: float = 0.9  # not stated by FedHydra; DENSE code value (SPEC §1.9 proposal)
+    weight_decay: float = 0.0
+    augment: str = "auto"  # auto = crop+flip for 32x32 RGB, none for 28x28 grey (DENSE)
+    init: str = "shared"  # clients start from one common initial model (FedAvg protocol)
+    eval_every: int = 0  # >0: record client test accuracy every N local epochs (FedHydra Fig. 8)
 
     KEYS = ("epochs", "batch_size", "lr", "momentum", "weight_decay", "augment", "init", "eval_every")
     AUGMENTS = ("auto", "none", "crop_flip", "flip")
     INITS = ("shared", "independent")  # one common initial model (FedAvg protocol), or one draw per client
 
     @classmethod
-    def from_params(cls, local: Mapping[str, Any]) -> "LocalTraining":
+    def from_params(cls, local: Mapping[str, Any] | None) -> "LocalTraining":
+        """``local`` of a params file: only what differs from the defaults above (the paper's values)."""
+        local = local or {}
+        if not isinstance(local, Mapping):
+            raise ConfigError("local", f"must be a mapping ({', '.join(cls.KEYS)})")
+        default = cls.__dataclass_fields__
+
         def get(k):
-            if k not in local:
-                raise ConfigError(f"local.{k}", "missing from params.yaml")
-            return local[k]
+            return local[k] if k in local else default[k].default
 
         return cls(
             epochs=check_int("local.epochs", get("epochs"), minimum=0),
@@ -136,7 +140,7 @@ def paper_of(params_file: str | Path | None) -> str | None:
     """``fedhydra`` for ``papers/fedhydra/params.yaml``; None for the main params file."""
     if params_file is None:
         return None
-    parts = Path(params_file).parts
+    parts = Path(params_file).resolve().parts  # the paper's stages pass ``params.yaml`` from papers/<paper>/
     return parts[-2] if len(parts) >= 3 and parts[-3] == "papers" and parts[-1] == "params.yaml" else None
 
 
@@ -215,7 +219,7 @@ def validate_main(params: Mapping[str, Any], params_file: str | Path | None = No
     if len(set(methods)) != len(methods):
         raise ConfigError("methods", f"lists a method twice: {methods}")
     check_server(params)
-    local = LocalTraining.from_params(require(params, "local"))
+    local = LocalTraining.from_params(params.get("local"))
     mirror = (params.get("data") or {}).get("mirror") or None
     from .accel import Accel
 
@@ -236,3 +240,18 @@ def validate_main(params: Mapping[str, Any], params_file: str | Path | None = No
         "mirror": Path(mirror) if mirror else None,
         "runtime": runtime,
     }
+
+
+def all_defaults() -> dict[str, Any]:
+    """Every key a params file may leave out, with its default (the papers' values; see params.yaml)."""
+    from .accel import Accel
+    from .methods import METHODS
+
+    return {"data": {k: "" for k in DATA_KEYS}, "local": LocalTraining().as_dict(), "runtime": asdict(Accel()),
+            "server": {name: dict(METHODS.get(name).defaults) for name in METHODS.names()}}
+
+
+if __name__ == "__main__":  # python -m osfl.config: print them (YAML)
+    import yaml
+
+    print(yaml.safe_dump(all_defaults(), sort_keys=False, width=120), end="")

@@ -43,6 +43,8 @@ class ServerContext:
     aux_loader: Callable[[str], torch.Tensor] | None = None
     # False runs every teacher ensemble as a Python loop over the clients (the reference path of the benchmarks)
     batched_ensemble: bool = True
+    # called with each epoch's curve entry as soon as it is measured (the server stage logs it live with dvclive)
+    on_epoch: Callable[[dict], None] | None = None
 
     def load_aux(self, name: str, key: str) -> torch.Tensor:
         """Unlabeled images of dataset ``name``; ``key`` names the parameter that chose it (for errors)."""
@@ -167,6 +169,8 @@ def track_epochs(ctx: ServerContext, epochs: int, step: Callable[[int], Any], de
         model, fields = out if isinstance(out, tuple) else (out, {})
         acc = ctx.evaluate(model)
         curve.append({"epoch": epoch, "test_acc": acc, **fields})
+        if ctx.on_epoch is not None:
+            ctx.on_epoch(curve[-1])
         bar.set_postfix(acc=f"{acc:.2f}", refresh=False)
     return curve
 

@@ -1,11 +1,14 @@
 """FedHydra's tables and figures from the runs of ``papers/fedhydra/dvc.yaml``, beside the published numbers.
 
-A run is a folder ``results/fedhydra/<dataset>-<split>/`` (``split`` = ``dir<α>`` or ``2cc``) written by the
-pipeline's partition, train, server and evaluate stages: ``metrics/<method>[-<tag>].json`` (final and best
-accuracy, choices in force, whether the data was a smoke stand-in), ``curves/*.csv``, ``extras/*.json`` (FedHydra's
-MS weights and a few synthetic images), ``partition/summary.json`` and ``clients.json``.
+The pipeline is a DVC project of its own in ``papers/fedhydra/``; paths here are relative to that folder.
+A run is a folder ``results/<dataset>-<split>/`` (``split`` = ``dir<α>`` or ``2cc``) written by the pipeline's
+partition, train, server and evaluate stages: ``runs/<method>[-<tag>].json`` (final and best accuracy, choices in
+force, whether the data was a smoke stand-in, FedHydra's MS weights and a few synthetic images under ``extras``),
+``live/<method>[-<tag>]/plots/metrics/test_acc.tsv`` (the accuracy curve dvclive logged during the run),
+``partition/summary.json`` and ``clients.json``. Runs recorded before that layout keep ``metrics/*.json``,
+``curves/*.csv`` and ``extras/*.json``, which are read the same way.
 
-:func:`render` writes ``reports/fedhydra/``: for every table of the paper ``<id>.tex`` + ``<id>.md`` (each cell
+:func:`render` writes ``reports/``: for every table of the paper ``<id>.tex`` + ``<id>.md`` (each cell
 "ours / paper (Δ)", "—" where we did not run), for every result figure ``<id>.png`` + ``<id>.pdf`` (panels we did
 not run say so), ``runs.md`` (every run: final and best accuracy) and ``README.md`` (each artifact, the command
 that regenerates it, and a verdict for each claim of the paper's text that our runs can test). Our number in a
@@ -22,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..live import read_curve as read_live_curve
 from ..reporting.figures import bubble_panels, curve_panels, grouped_bar_panels, heatmap, image_rows
 from ..reporting.published import Artifact, load_artifacts, load_published_table, render_comparison
 
@@ -31,7 +35,7 @@ METHODS = {"fedavg": "FedAvg", "ot": "OT", "feddf": "FedDF", "dense": "DENSE", "
 SHORT = {m: label.replace(" (ours)", "") for m, label in METHODS.items()}  # the paper's labels in later tables
 ALPHAS = ("0.5", "0.3", "0.1", "0.01")
 ONE_SHOT = ("fedavg", "ot")  # no server epochs: horizontal lines in the curve figures
-COMMAND = "dvc repro papers/fedhydra/dvc.yaml"
+COMMAND = "cd papers/fedhydra && dvc repro"
 
 # what a table or figure still needs before our pipeline can produce it
 NOT_BUILT = {
@@ -87,10 +91,14 @@ def _read_curve(path: Path) -> tuple[list[float], list[float]]:
 def _result_files(d: Path):
     """(key, kind, path) of every result file :func:`load_runs` reads in the run folder ``d``, in reading order.
     The key names the result as :func:`expected_results` does: ``<method>[-<tag>]`` for the evaluate triple
-    (metrics/, curves/, extras/), ``partition`` (partition/summary.json), ``clients`` (clients.json),
+    (runs/ and live/, or metrics/, curves/, extras/), ``partition`` (partition/summary.json), ``clients`` (clients.json),
     ``local_curve`` (local_curve.csv), ``timing/<method>-t<r>`` and ``rounds/<method>``."""
+    for f in sorted(d.glob("runs/*.json")):  # a run's record: its numbers and extras
+        yield f.stem, "run", f
+    for f in sorted(d.glob("live/*/plots/metrics/test_acc.tsv")):  # its curve, as dvclive logged it
+        yield f.parents[2].name, "live", f
     for kind, pattern in (("metrics", "metrics/*.json"), ("curves", "curves/*.csv"), ("extras", "extras/*.json")):
-        for f in sorted(d.glob(pattern)):
+        for f in sorted(d.glob(pattern)):  # the layout before runs/ and live/
             yield f.stem, kind, f
     for key, rel in (("partition", "partition/summary.json"), ("clients", "clients.json"),
                      ("local_curve", "local_curve.csv")):
@@ -106,7 +114,7 @@ def _run_dirs(root: Path) -> list[Path]:
 
 
 def load_runs(root: Path, keep: Callable[[str, str | None], bool] | None = None) -> dict[str, Run]:
-    """Every run folder under ``root`` (``results/fedhydra``), keyed by ``<dataset>-<split>``. With ``keep``, only
+    """Every run folder under ``root`` (``results``), keyed by ``<dataset>-<split>``. With ``keep``, only
     the results for which ``keep(run, key)`` is true (keys as in :func:`_result_files`), and only the run folders
     for which ``keep(run, None)`` is."""
     runs: dict[str, Run] = {}
@@ -118,7 +126,13 @@ def load_runs(root: Path, keep: Callable[[str, str | None], bool] | None = None)
         for key, kind, f in _result_files(d):
             if keep is not None and not keep(d.name, key):
                 continue
-            if kind == "metrics":
+            if kind == "run":
+                rec = json.loads(f.read_text())
+                run.extras[key] = rec.pop("extras", None) or {}
+                run.metrics[key] = rec
+            elif kind == "live":
+                run.curves[key] = read_live_curve(f.parents[2])
+            elif kind == "metrics":
                 run.metrics[key] = json.loads(f.read_text())
             elif kind == "curves":
                 run.curves[key] = _read_curve(f)
@@ -172,7 +186,7 @@ def _items(value) -> list:
 
 
 def expected_results(params: dict) -> dict[str, set[str]]:
-    """Run folder under ``results/fedhydra/`` -> the keys of the results (:func:`_result_files`) that the stages of
+    """Run folder under ``results/`` -> the keys of the results (:func:`_result_files`) that the stages of
     ``papers/fedhydra/dvc.yaml`` produce there for ``params`` (each matrix of dvc.yaml mirrored here; the
     structure is checked against DVC's own resolution by tests/test_fedhydra_current.py)."""
     exp: dict[str, set[str]] = {}
@@ -216,7 +230,7 @@ def expected_results(params: dict) -> dict[str, set[str]]:
 
 
 def expected_paper_runs(params: dict) -> set[str]:
-    """Run folders under ``results/fedhydra-paper/`` that stage ``paper_column`` produces (one per entry of
+    """Run folders under ``results/paper/`` that stage ``paper_column`` produces (one per entry of
     ``paper_columns``; the whole folder is that stage's output)."""
     return {f"{_interp(c['dataset'])}-{_interp(c['split'])}" for c in _items(params.get("paper_columns"))}
 
@@ -602,7 +616,10 @@ def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], 
 
 
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
-           published_root: str = "papers/fedhydra/published", paper_results_root: Path | None = None) -> list[Path]:
+           published_root: str = "published", paper_results_root: Path | None = None,
+           summary: Path | None = None) -> list[Path]:
+    """Every table, figure, runs.md, README.md and claims.json under ``out``; with ``summary``, the pipeline's
+    summary metrics there (:func:`summary_metrics`, the one file `dvc exp show` reads in papers/fedhydra/)."""
     # only what the current params produce: results left on disk by a larger grid are listed, not rendered
     expected = expected_results(params)
     paper_expected = expected_paper_runs(params)
@@ -627,10 +644,12 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     written: list[Path] = []
     arts = load_artifacts(published_root)
     status: dict[str, str] = {}
+    gaps: dict[str, list[float]] = {}
     for art in arts:
         if art.kind != "table":
             continue
         ours = table_cells(art, runs, lambdas)
+        gaps[art.id] = table_gaps(art, ours)
         used = [r for r in runs.values() if r.metrics]
         need = NEEDS.get(art.id, "its datasets in `datasets`")
         note = _note(used, profile) if ours else f"Not run: needs {need} in papers/fedhydra/params.yaml."
@@ -666,7 +685,29 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale))
     (out / "claims.json").write_text(json.dumps(verdicts, indent=2) + "\n")
     written.append(out / "claims.json")
+    if summary is not None:
+        summary.write_text(json.dumps(summary_metrics(gaps, verdicts), indent=2, sort_keys=True) + "\n")
+        written.append(summary)
     return written
+
+
+def table_gaps(art: Artifact, ours: dict) -> list[float]:
+    """ours − paper (percentage points) for every cell of ``art`` we ran and the paper printed a number for."""
+    paper = load_published_table(art)
+    out = []
+    for (row, col), value in ours.items():
+        p = paper.at[row, col]
+        if value is not None and not np.isnan(value) and not np.isnan(p):
+            out.append(float(value) - float(p))
+    return out
+
+
+def summary_metrics(gaps: dict[str, list[float]], verdicts: list[dict]) -> dict:
+    """The handful of numbers to compare across experiments of this pipeline: for each table with cells run, their
+    count and mean gap to the paper (ours − paper, points); how many claims of the text hold, fail or were not run."""
+    tables = {t: {"cells": len(g), "mean_gap": round(float(np.mean(g)), 4)} for t, g in gaps.items() if g}
+    count = {v: sum(1 for c in verdicts if c["verdict"] == v) for v in ("holds", "does not hold", "not run")}
+    return {"tables": tables, "claims": {k.replace(" ", "_"): n for k, n in count.items()}}
 
 
 def _write_runs(runs: dict[str, Run], path: Path, profile: str) -> Path:
@@ -760,10 +801,10 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
     ran = sorted({r.dataset for r in runs.values() if r.metrics})
     lines = [
         "# FedHydra: reproduced artifacts", "",
-        f"Generated by `{COMMAND}` (render stage) from the runs under `results/fedhydra/`. Profile: **{profile}**; "
+        f"Generated by `{COMMAND}` (render stage) from the runs under `results/` (in papers/fedhydra/). Profile: **{profile}**; "
         f"datasets run: {', '.join(ran) or 'none'}. Each table cell reads ours / paper (Δ); ours is the final-epoch "
         "accuracy of one run (best-epoch numbers in `runs.md`). Regenerate everything with the command above; add a "
-        "dataset with `dvc exp run papers/fedhydra/dvc.yaml -S 'papers/fedhydra/params.yaml:datasets=[mnist,fmnist]'`.",
+        "dataset with `dvc exp run -S 'datasets=[mnist,fmnist]'` in papers/fedhydra/.",
         ""]
     if not_rendered:
         lines += ["## Not rendered: results on disk that the current params do not produce", "",
@@ -786,12 +827,12 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
             lines.append(f"| {art.id} | {art.label} | `{art.id}.png`, `{art.id}.pdf` | {st} |")
     if "table01_paper_profile" in status:
         lines.append(f"| table01_paper_profile | Table 1 at the paper profile | `table01_paper_profile.tex`, "
-                     f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/fedhydra-paper/) |")
+                     f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/paper/) |")
     lines += ["", "Figures 1 and 2 are schematics (no data).", "", "## Claims of the paper's text", "",
               "| artifact | claim | verdict | evidence |", "|---|---|---|---|"]
     for v in verdicts:
         lines.append(f"| {v['artifact']} | {v['claim']} | **{v['verdict']}** | {v['evidence']} |")
-    lines += ["", "SPEC choices in force are recorded per run in `results/fedhydra/<run>/metrics/<method>.json` under "
+    lines += ["", "SPEC choices in force are recorded per run in `results/<run>/runs/<method>.json` under "
               "`choices`; the ambiguities they resolve are listed in the SPEC (§6)."]
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -1,4 +1,5 @@
-"""Stage `evaluate@<method>`: test accuracy of a method's global model; metrics JSON and the epoch curve."""
+"""Stage `evaluate@<method>`: reload the method's saved model, check it gives the accuracy its server run logged,
+and write the run's record (numbers, choices in force, runtime, extras) to results/<exp>/runs/<method>.json."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,7 +9,8 @@ import torch
 from ..clients.upload import read_uploads
 from ..evaluation import accuracy, ensemble_predictor
 from ..models import build_model
-from ..runtime import derive_seed, load_state_dict, read_json, write_json, write_text
+from ..live import read_curve, read_summary
+from ..runtime import derive_seed, load_state_dict, read_json, write_json
 from .common import load_data, load_config, parser, require_input, run_name, run_stage, test_tensors
 
 
@@ -30,15 +32,6 @@ def load_predictor(global_dir: Path, device: torch.device):
     return man, ensemble_predictor([ups[c].build_model(device) for c in man["members"]], man["weights"])
 
 
-def summarise(final: float, curve: list[dict]) -> dict:
-    """Final and best-over-epochs accuracy; a method without a curve has best = final."""
-    if not curve:
-        return {"acc_final": final, "acc_best": final, "best_epoch": 0, "epochs": 0}
-    best = max(curve, key=lambda c: c["test_acc"])
-    return {"acc_final": final, "acc_best": max(best["test_acc"], final), "best_epoch": best["epoch"],
-            "epochs": curve[-1]["epoch"]}
-
-
 def _run(args) -> None:
     _, cfg, paths = load_config(args)
     device = cfg["device"]
@@ -47,21 +40,23 @@ def _run(args) -> None:
     name = run_name(args)
     man, predict = load_predictor(require_input(paths.global_model(name), f"server@{name}"), device)
     final = accuracy(predict, x_test, y_test)
-    curve = man["curve"]
-    if curve and abs(curve[-1]["test_acc"] - final) > 1e-6:
-        raise RuntimeError(f"{name}: saved model gives {final:.4f}% but its last epoch recorded "
-                           f"{curve[-1]['test_acc']:.4f}%; the checkpoint does not match the curve")
-    metrics = {"method": args.method, "tag": args.tag, **summarise(final, curve),
-               "test_samples": int(len(y_test)), "stand_in_data": data.stand_in,
-               "choices": man["choices"], "server_seconds": round(man["seconds"], 3),
-               "runtime": man.get("runtime", {})}  # where the server ran: device, CPU model, threads, torch
-    write_json(paths.results / "metrics" / f"{name}.json", metrics)
-    # what the method reports besides the model (FedHydra: MS weights, a few synthetic images) for figures
-    write_json(paths.results / "extras" / f"{name}.json", {"method": args.method, "tag": args.tag,
-                                                           "extras": man.get("extras") or {}})
-    rows = ["epoch,test_acc"] + [f"{c['epoch']},{c['test_acc']:.4f}" for c in curve or [{"epoch": 0, "test_acc": final}]]
-    write_text(paths.results / "curves" / f"{name}.csv", "\r\n".join(rows) + "\r\n")  # csv.writer's line ends
-    print(f"{name}: final {final:.2f}%, best {metrics['acc_best']:.2f}%")
+    live_dir = require_input(paths.results / "live" / name, f"server@{name}")
+    live = read_summary(live_dir, name)
+    if abs(live["final"] - final) > 1e-6:
+        raise RuntimeError(f"{name}: saved model gives {final:.4f}% but the server logged {live['final']:.4f}% "
+                           f"({live_dir}); the checkpoint does not match the run")
+    epochs, accs = read_curve(live_dir)
+    best = max(range(len(accs)), key=lambda i: accs[i])
+    # the run's record: its numbers (as logged live) and what produced them; not a DVC metric (dvc exp show shows
+    # the live summary's final/best/epoch per method), read by reports and kept with the results in git
+    record = {"method": args.method, "tag": args.tag, "acc_final": final, "acc_best": live["best"],
+              "best_epoch": epochs[best], "epochs": man.get("epochs", 0),
+              "test_samples": int(len(y_test)), "stand_in_data": data.stand_in,
+              "choices": man["choices"], "server_seconds": round(man["seconds"], 3),
+              "runtime": man.get("runtime", {}),  # where the server ran: device, CPU model, threads, torch
+              "extras": man.get("extras") or {}}  # besides the model (FedHydra: MS weights, synthetic images)
+    write_json(paths.results / "runs" / f"{name}.json", record)
+    print(f"{name}: final {final:.2f}%, best {live['best']:.2f}% (checkpoint verified)")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""Stage `render` of a paper pipeline: tables (LaTeX + Markdown beside the published numbers), figures and a
-README with claim verdicts under reports/<paper>/, from the paper's runs under results/<paper>/."""
+"""Stage `render` of a paper pipeline (run in papers/<paper>/): tables (LaTeX + Markdown beside the published
+numbers), figures and a README with claim verdicts under reports/, from the paper's runs under results/; and the
+pipeline's summary metrics (summary.json: each table's mean gap to the paper, claim verdict counts)."""
 from __future__ import annotations
 
 import argparse
@@ -14,17 +15,17 @@ PAPERS = ("fedhydra",)
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(prog="render.py", description=__doc__)
     p.add_argument("--paper", required=True, choices=PAPERS)
-    p.add_argument("--params", default=None, help="the paper's params file (default papers/<paper>/params.yaml)")
+    p.add_argument("--params", default="params.yaml", help="the paper's params file (default: params.yaml)")
     run_stage(_run, p, argv)
 
 
 def _run(args) -> None:
-    params = load_params(args.params or f"papers/{args.paper}/params.yaml")
+    params = load_params(args.params)
     from ..papers import fedhydra
 
-    written = fedhydra.render(params, Path("results/fedhydra"), Path("data/fedhydra/prepared"),
-                              Path("reports/fedhydra"), paper_results_root=Path("results/fedhydra-paper"))
-    print(f"render: {len(written)} files in reports/{args.paper}/")
+    written = fedhydra.render(params, Path("results"), Path("data/prepared"), Path("reports"),
+                              paper_results_root=Path("results/paper"), summary=Path("summary.json"))
+    print(f"render: {len(written)} files in reports/ and summary.json")
 
 
 if __name__ == "__main__":

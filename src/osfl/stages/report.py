@@ -1,25 +1,18 @@
 """Stage `report`: the main experiment's table (LaTeX + Markdown), bar chart and curves under reports/<exp>/."""
 from __future__ import annotations
 
-import csv
-
 import pandas as pd
 
 from ..methods import METHODS
 from ..partition import PARTITIONS
 from ..reporting import bar_chart, curves, write_table
+from ..live import read_curve
 from ..runtime import read_json, staged_dir, write_json
 from .common import load_config, parser, require_input, run_stage
 
 
 def main(argv=None) -> None:
     run_stage(_run, parser(__doc__), argv)
-
-
-def read_curve(path) -> tuple[list[float], list[float]]:
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    return [float(r["epoch"]) for r in rows], [float(r["test_acc"]) for r in rows]
 
 
 def computed_on(metrics) -> str:
@@ -37,7 +30,7 @@ def computed_on(metrics) -> str:
 def _run(args) -> None:
     params, cfg, paths = load_config(args)
     methods = cfg["methods"]
-    metrics = {m: read_json(require_input(paths.results / "metrics" / f"{m}.json", f"evaluate@{m}")) for m in methods}
+    metrics = {m: read_json(require_input(paths.results / "runs" / f"{m}.json", f"evaluate@{m}")) for m in methods}
     clients = read_json(require_input(paths.results / "clients.json", "train_clients"))
     spec, profile = cfg["dataset"], cfg["profile"]
     scheme_params = PARTITIONS.get(cfg["partition"]).params
@@ -60,7 +53,7 @@ def _run(args) -> None:
         written += bar_chart({m: metrics[m]["acc_final"] for m in methods}, out / "accuracy_bar",
                              title=setting)
         trained = [m for m in methods if METHODS.get(m).trains_global]
-        series = {m: read_curve(paths.results / "curves" / f"{m}.csv") for m in trained}
+        series = {m: read_curve(paths.results / "live" / m) for m in trained}  # the files dvclive wrote
         hlines = {m: metrics[m]["acc_final"] for m in methods if m not in trained}
         written += curves(series, out / "curves", title=setting, hlines=hlines)
         write_json(out / "metrics.json", {

@@ -1,4 +1,5 @@
-"""Stage `server@<method>`: run one server method on the client uploads; write the global model."""
+"""Stage `server@<method>`: run one server method on the client uploads; write the global model and, as each
+server epoch ends, its test accuracy and losses (dvclive, under results/<exp>/live/<method>/)."""
 from __future__ import annotations
 
 import shutil
@@ -10,6 +11,8 @@ import torch
 from ..clients.upload import read_uploads
 from ..data import DATASETS, get_spec, is_stand_in, load_prepared, prepare_dataset
 from ..errors import ConfigError
+from ..evaluation import ensemble_predictor
+from ..live import LiveRun
 from ..protocols.one_shot import build_context, make_method, run_method
 from ..runtime import derive_seed, device_info, save_state_dict, write_json
 from .common import (load_config, load_data, parser, require_input, run_name, run_stage, stand_in_sizes, subset,
@@ -56,12 +59,19 @@ def _run(args) -> None:
     data = load_data(paths, cfg)
     uploads = read_uploads(require_input(paths.clients, "train_clients"))
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
+    name = run_name(args)
+    live = LiveRun(paths.results / "live" / name, name)
     ctx = build_context(cfg, uploads, x_test, y_test, device, progress=not args.no_progress,
-                        aux_loader=aux_loader(paths, cfg, device))
+                        aux_loader=aux_loader(paths, cfg, device), on_epoch=live.epoch)
     accel = cfg["runtime"]
     result, seconds = run_method(method, ctx, cfg)
+    if result.kind == "classifier":
+        final = ctx.evaluate(result.model)
+    else:
+        by_id = {u.client_id: u for u in uploads}
+        final = ctx.evaluate(ensemble_predictor([by_id[c].build_model(device) for c in result.members], result.weights))
+    live.end(final)
 
-    name = run_name(args)
     out = paths.global_model(name)
     if out.exists():
         shutil.rmtree(out)
@@ -71,7 +81,7 @@ def _run(args) -> None:
         "input_shape": list(spec.shape),
         "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
         "choices": {**method.resolved(profile), **result.choices},
-        "curve": result.curve, "members": result.members, "weights": result.weights, "extras": result.extras,
+        "final_acc": final, "epochs": len(result.curve), "members": result.members, "weights": result.weights, "extras": result.extras,
         "clients_dir": str(paths.clients), "seconds": seconds, "runtime": {**device_info(device), **accel.in_force(device)},
     }
     if result.kind == "classifier":
@@ -80,9 +90,7 @@ def _run(args) -> None:
     elif result.kind != "ensemble":
         raise ValueError(f"method {args.method} returned unknown result kind {result.kind!r}")
     write_json(out / "manifest.json", manifest)
-    if result.curve:
-        accs = np.array([c["test_acc"] for c in result.curve])
-        print(f"{name}: final {accs[-1]:.2f}%, best {accs.max():.2f}% over {len(accs)} epochs")
+    print(f"{name}: final {final:.2f}%, best {live.best:.2f}% over {len(result.curve)} server epochs")
     print(f"{name}: {result.kind} written to {out} in {seconds:.1f} s")
 
 

@@ -1,0 +1,75 @@
+"""Live per-epoch metrics of a server run, written with DVC's own logger (dvclive) as each epoch ends.
+
+One folder per run (``results/<exp>/live/<name>/``), the layout dvclive writes:
+
+* ``metrics.json``: ``{<name>: {"final": .., "best": .., "epoch": ..}}``, rewritten after every epoch, so
+  ``dvc exp show`` (and an editor's DVC view) follows a running experiment: ``<name>.final`` is the accuracy of the
+  last finished epoch (of the final model once the run ends), ``<name>.best`` the best so far, ``<name>.epoch`` the
+  epochs done (absent for a run without server epochs). Keyed by the run's name so that ``dvc exp show`` has short, distinct column names.
+* ``plots/metrics/test_acc.tsv`` (``step``, ``test_acc``): the accuracy-versus-epoch curve that reports and
+  ``dvc plots`` read (no other copy is written); ``plots/metrics/train/<loss>.tsv``: the epoch's losses.
+
+A run without server epochs (FedAvg, the ensemble, OT fusion) logs its one accuracy at epoch 0.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+ACC_FILE = Path("plots") / "metrics" / "test_acc.tsv"
+
+
+class LiveRun:
+    """dvclive logger of one run (``name`` = method or method-tag). Call :meth:`epoch` per epoch, :meth:`end`."""
+
+    def __init__(self, folder: str | Path, name: str):
+        from dvclive import Live
+
+        class _Live(Live):
+            def make_summary(self):  # the summary as we set it: dvclive would add a top-level "step" per file
+                from dvclive.serialize import dump_json
+
+                dump_json(self.summary, self.metrics_file)
+
+        self.name = name
+        self.best: float | None = None
+        # no dvc.yaml edits, no report, no experiment of its own: the stage's outputs in dvc.yaml declare the files
+        self._live = _Live(dir=str(folder), save_dvc_exp=False, dvcyaml=False, report=None)
+
+    def epoch(self, entry: dict) -> None:
+        """Log ``{"epoch": e, "test_acc": a, <loss>: v, ...}`` (one curve entry) and rewrite the summary."""
+        live, acc, epoch = self._live, float(entry["test_acc"]), int(entry["epoch"])
+        live.step = epoch
+        live.log_metric("test_acc", acc)
+        for key, value in entry.items():
+            if key not in ("epoch", "test_acc") and isinstance(value, (int, float)) and not isinstance(value, bool):
+                live.log_metric(f"train/{key}", float(value))
+        self.best = acc if self.best is None else max(self.best, acc)
+        live.summary = {self.name: {"final": acc, "best": self.best, "epoch": epoch}}
+        live.make_summary()
+
+    def end(self, final: float) -> None:
+        """The final model's accuracy (equal to the last epoch's for trained models; the only point otherwise)."""
+        if self.best is None:  # no server epochs: one point at epoch 0, no epoch count in the summary
+            self.epoch({"epoch": 0, "test_acc": final})
+            del self._live.summary[self.name]["epoch"]
+        summary = self._live.summary[self.name]
+        if not math.isclose(summary["final"], final, abs_tol=1e-6):
+            raise RuntimeError(f"{self.name}: final model gives {final:.4f}% but its last epoch logged "
+                               f"{summary['final']:.4f}%")
+        self._live.end()
+
+
+def read_summary(folder: str | Path, name: str) -> dict:
+    """``{"final", "best", "epoch"}`` of a finished run from its live folder."""
+    import json
+
+    return json.loads((Path(folder) / "metrics.json").read_text())[name]
+
+
+def read_curve(folder: str | Path) -> tuple[list[int], list[float]]:
+    """(epochs, test accuracies) of a run from its live folder's ``test_acc.tsv``."""
+    with open(Path(folder) / ACC_FILE, newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return [int(r["step"]) for r in rows], [float(r["test_acc"]) for r in rows]
