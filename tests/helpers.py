@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,8 +50,10 @@ def copy_worktree(repo_root: Path, work: Path) -> None:
     files = sh("git", "ls-files", "-co", "--exclude-standard", cwd=repo_root).stdout.split()
     for rel in files:
         src = repo_root / rel
-        if src.is_file() and not rel.startswith(("results/", "reports/", "models/", "data/")) \
-                and not rel.endswith("dvc.lock"):
+        # a paper's pipeline is a DVC project of its own: its outputs lie under papers/<paper>/
+        in_project = re.sub(r"^papers/[^/]+/", "", rel)
+        if src.is_file() and not in_project.startswith(("results/", "reports/", "models/", "data/")) \
+                and not in_project.endswith("dvc.lock") and in_project != "summary.json":  # render's metrics
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, work / rel)
 

@@ -7,8 +7,6 @@ figures must exist under the same names (their bytes depend on the matplotlib ve
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
 from osfl.papers import fedhydra

@@ -152,14 +152,23 @@ class ToyDistill:
 
 
 def test_epoch_curve_best_equals_recorded_best(tmp_path):
-    from osfl.stages.evaluate import summarise
+    """The live log (what dvc exp show and the reports read) holds the curve, its best and the final model's
+    accuracy; a method without server epochs logs one point at epoch 0 with best = final."""
+    from osfl.live import LiveRun, read_curve, read_summary
 
     _, ctx = make_uploads(tmp_path)
+    live = LiveRun(tmp_path / "live" / "toy", "toy")
+    ctx.on_epoch = live.epoch
     model, curve = ToyDistill.run(ctx, epochs=4)
     assert [c["epoch"] for c in curve] == [1, 2, 3, 4]
     final = ctx.evaluate(model)
     assert final == pytest.approx(curve[-1]["test_acc"])  # the last curve point is the returned model
-    s = summarise(final, curve)
-    assert s["acc_best"] == max(c["test_acc"] for c in curve)
-    assert s["epochs"] == 4 and curve[s["best_epoch"] - 1]["test_acc"] == s["acc_best"]
-    assert summarise(55.0, []) == {"acc_final": 55.0, "acc_best": 55.0, "best_epoch": 0, "epochs": 0}
+    live.end(final)
+    s = read_summary(tmp_path / "live" / "toy", "toy")
+    assert s["best"] == max(c["test_acc"] for c in curve)
+    assert s["epoch"] == 4 and s["final"] == curve[-1]["test_acc"]
+    assert read_curve(tmp_path / "live" / "toy") == ([1, 2, 3, 4], [c["test_acc"] for c in curve])
+    flat = LiveRun(tmp_path / "live" / "flat", "flat")
+    flat.end(55.0)
+    assert read_summary(tmp_path / "live" / "flat", "flat") == {"final": 55.0, "best": 55.0}
+    assert read_curve(tmp_path / "live" / "flat") == ([0], [55.0])

@@ -252,6 +252,4 @@ def all_defaults() -> dict[str, Any]:
 
 
 if __name__ == "__main__":  # python -m osfl.config: print them (YAML)
-    import yaml
-
     print(yaml.safe_dump(all_defaults(), sort_keys=False, width=120), end="")

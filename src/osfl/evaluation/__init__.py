@@ -39,3 +39,10 @@ def ensemble_predictor(models: Sequence[torch.nn.Module], weights: Sequence[floa
     """
     w = [1.0] * len(models) if weights is None else [float(v) for v in weights]
     return BatchedEnsemble(models, w, batched=batched).predict
+
+
+def uploads_ensemble(uploads, members: Sequence[int], weights: Sequence[float], device: torch.device) -> Predictor:
+    """The ensemble a server method returned (``members``: client ids, with their ``weights``), rebuilt from the
+    client uploads on ``device``."""
+    by_id = {u.client_id: u for u in uploads}
+    return ensemble_predictor([by_id[c].build_model(device) for c in members], weights)

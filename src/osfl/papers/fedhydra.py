@@ -649,7 +649,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
         if art.kind != "table":
             continue
         ours = table_cells(art, runs, lambdas)
-        gaps[art.id] = table_gaps(art, ours)
+        paper = load_published_table(art)
+        gaps[art.id] = table_gaps(paper, ours)
         used = [r for r in runs.values() if r.metrics]
         need = NEEDS.get(art.id, "its datasets in `datasets`")
         note = _note(used, profile) if ours else f"Not run: needs {need} in papers/fedhydra/params.yaml."
@@ -659,7 +660,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
             server = (params.get("hetero") or {}).get("server_model", "?")
             note += f" Clients M1..M5 in force: {'; '.join(archs)}; server: {server} (hetero.server_model)."
         written += render_comparison(art, ours, out, note=note)
-        total = load_published_table(art).size
+        total = paper.size
         status[art.id] = f"{len(ours)} of {total} cells run" if ours else f"paper only (needs {need})"
     paper_runs = load_runs(paper_results_root, keep_paper) if paper_results_root else {}
     if paper_runs:
@@ -691,9 +692,9 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     return written
 
 
-def table_gaps(art: Artifact, ours: dict) -> list[float]:
-    """ours − paper (percentage points) for every cell of ``art`` we ran and the paper printed a number for."""
-    paper = load_published_table(art)
+def table_gaps(paper, ours: dict) -> list[float]:
+    """ours − paper (percentage points) for every cell of the published table ``paper`` (its
+    :func:`load_published_table` frame) that we ran and the paper printed a number for."""
     out = []
     for (row, col), value in ours.items():
         p = paper.at[row, col]

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from ..clients.upload import read_uploads
-from ..evaluation import accuracy, ensemble_predictor
+from ..evaluation import accuracy, uploads_ensemble
 from ..models import build_model
 from ..live import read_curve, read_summary
 from ..runtime import derive_seed, load_state_dict, read_json, write_json
@@ -28,8 +28,7 @@ def load_predictor(global_dir: Path, device: torch.device):
         model = build_model(man["arch"], tuple(man["input_shape"]), man["num_classes"])
         model.load_state_dict(load_state_dict(global_dir / man["files"]["state_dict"]))
         return man, model.to(device).eval()
-    ups = {u.client_id: u for u in read_uploads(man["clients_dir"])}
-    return man, ensemble_predictor([ups[c].build_model(device) for c in man["members"]], man["weights"])
+    return man, uploads_ensemble(read_uploads(man["clients_dir"]), man["members"], man["weights"], device)
 
 
 def _run(args) -> None:

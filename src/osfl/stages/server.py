@@ -11,7 +11,7 @@ import torch
 from ..clients.upload import read_uploads
 from ..data import DATASETS, get_spec, is_stand_in, load_prepared, prepare_dataset
 from ..errors import ConfigError
-from ..evaluation import ensemble_predictor
+from ..evaluation import uploads_ensemble
 from ..live import LiveRun
 from ..protocols.one_shot import build_context, make_method, run_method
 from ..runtime import derive_seed, device_info, save_state_dict, write_json
@@ -65,11 +65,11 @@ def _run(args) -> None:
                         aux_loader=aux_loader(paths, cfg, device), on_epoch=live.epoch)
     accel = cfg["runtime"]
     result, seconds = run_method(method, ctx, cfg)
-    if result.kind == "classifier":
-        final = ctx.evaluate(result.model)
+    if result.curve:  # the last epoch was evaluated (and logged) already; evaluate@ checks the saved model
+        final = result.curve[-1]["test_acc"]
     else:
-        by_id = {u.client_id: u for u in uploads}
-        final = ctx.evaluate(ensemble_predictor([by_id[c].build_model(device) for c in result.members], result.weights))
+        final = ctx.evaluate(result.model if result.kind == "classifier"
+                             else uploads_ensemble(uploads, result.members, result.weights, device))
     live.end(final)
 
     out = paths.global_model(name)
@@ -81,7 +81,7 @@ def _run(args) -> None:
         "input_shape": list(spec.shape),
         "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
         "choices": {**method.resolved(profile), **result.choices},
-        "final_acc": final, "epochs": len(result.curve), "members": result.members, "weights": result.weights, "extras": result.extras,
+        "epochs": len(result.curve), "members": result.members, "weights": result.weights, "extras": result.extras,
         "clients_dir": str(paths.clients), "seconds": seconds, "runtime": {**device_info(device), **accel.in_force(device)},
     }
     if result.kind == "classifier":
