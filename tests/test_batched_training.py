@@ -135,3 +135,32 @@ def test_auto_batches_on_cuda_only():
     a = Accel()
     assert not a.batched(torch.device("cpu")) and a.batched(torch.device("cuda"))
     assert Accel(batched_clients=True).batched(torch.device("cpu"))
+
+
+def test_local_training_is_logged_live_as_each_client_epoch_ends(tmp_path, monkeypatch):
+    """train_cohort with a live folder: every client's loss per epoch goes to dvclive's files while training runs
+    (what `dvc exp show` reads during the long train_clients stage), and the summary counts finished client-epochs."""
+    import json
+
+    from osfl import live as live_mod
+    from osfl.clients.cohort import Cohort, train_cohort
+    from osfl.live import ClientsLive
+
+    data, models = make_clients("cnn2", (1, 28, 28), (30, 41))
+    folder = tmp_path / "live" / "clients"
+    seen = []
+    original = ClientsLive.epoch
+
+    def epoch_then_read(self, k, e, loss):
+        original(self, k, e, loss)
+        seen.append(json.loads((folder / "metrics.json").read_text())["training"]["client_epochs"])
+
+    monkeypatch.setattr(live_mod.ClientsLive, "epoch", epoch_then_read)
+    cohort = Cohort(["cnn2", "cnn2"], models(), data, gens(2))
+    hp = dict(epochs=3, augment="none", eval_fn=None, eval_every=0, accel=Accel(), **HP)
+    results, _, _ = train_cohort(cohort, hp, torch.device("cpu"), progress=False, live=folder)
+    assert seen == [1, 2, 3, 4, 5, 6]
+    for k, res in enumerate(results):
+        rows = (folder / "plots" / "metrics" / "train" / f"client{k}" / "loss.tsv").read_text().split("\n")[1:]
+        assert [int(r.split("\t")[0]) for r in rows if r] == [1, 2, 3]
+        assert float([r for r in rows if r][-1].split("\t")[1]) == pytest.approx(res.final_loss)

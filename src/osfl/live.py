@@ -10,6 +10,10 @@ One folder per run (``results/<exp>/live/<name>/``), the layout dvclive writes:
   ``dvc plots`` read (no other copy is written); ``plots/metrics/train/<loss>.tsv``: the epoch's losses.
 
 A run without server epochs (FedAvg, the ensemble, OT fusion) logs its one accuracy at epoch 0.
+
+Local training (stage ``train_clients``) logs to ``results/<exp>/live/clients/`` with :class:`ClientsLive`: each
+client's loss per local epoch (``plots/metrics/train/client<k>/loss.tsv``) and ``metrics.json``
+``{"training": {"client_epochs": done, "loss": mean of each client's latest loss}}``.
 """
 from __future__ import annotations
 
@@ -19,22 +23,50 @@ from pathlib import Path
 ACC_FILE = Path("plots") / "metrics" / "test_acc.tsv"
 
 
+def _logger(folder: str | Path):
+    """A dvclive ``Live`` writing ``folder``: no dvc.yaml edits, no report, no experiment of its own (the stage's
+    outputs in dvc.yaml declare the files), and a summary written exactly as set (dvclive would add a top-level
+    "step")."""
+    from dvclive import Live
+
+    class _Live(Live):
+        def make_summary(self):
+            from dvclive.serialize import dump_json
+
+            dump_json(self.summary, self.metrics_file)
+
+    return _Live(dir=str(folder), save_dvc_exp=False, dvcyaml=False, report=None)
+
+
+class ClientsLive:
+    """dvclive logger of local training; pass :meth:`epoch` as ``on_epoch(client, epoch, loss)``."""
+
+    def __init__(self, folder: str | Path, n_clients: int):
+        self._live = _logger(folder)
+        self._latest: list[float | None] = [None] * n_clients
+        self.done = 0
+
+    def epoch(self, client: int, epoch: int, loss: float) -> None:
+        live = self._live
+        live.step = int(epoch)
+        live.log_metric(f"train/client{client}/loss", float(loss))
+        self._latest[client] = float(loss)
+        self.done += 1
+        known = [v for v in self._latest if v is not None]
+        live.summary = {"training": {"client_epochs": self.done, "loss": sum(known) / len(known)}}
+        live.make_summary()
+
+    def end(self) -> None:
+        self._live.end()
+
+
 class LiveRun:
     """dvclive logger of one run (``name`` = method or method-tag). Call :meth:`epoch` per epoch, :meth:`end`."""
 
     def __init__(self, folder: str | Path, name: str):
-        from dvclive import Live
-
-        class _Live(Live):
-            def make_summary(self):  # the summary as we set it: dvclive would add a top-level "step" per file
-                from dvclive.serialize import dump_json
-
-                dump_json(self.summary, self.metrics_file)
-
         self.name = name
         self.best: float | None = None
-        # no dvc.yaml edits, no report, no experiment of its own: the stage's outputs in dvc.yaml declare the files
-        self._live = _Live(dir=str(folder), save_dvc_exp=False, dvcyaml=False, report=None)
+        self._live = _logger(folder)
 
     def epoch(self, entry: dict) -> None:
         """Log ``{"epoch": e, "test_acc": a, <loss>: v, ...}`` (one curve entry) and rewrite the summary."""

@@ -24,6 +24,7 @@ from tqdm.auto import tqdm
 
 from ..accel import Accel
 from ..evaluation import accuracy
+from ..live import ClientsLive
 from ..models import build_model
 from ..runtime import derive_seed, seeded_init
 from .batched import train_clients
@@ -81,24 +82,33 @@ def local_hparams(local, epochs: int, augment: str, accel: Accel, eval_fn=None, 
                 accel=accel)
 
 
-def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bool,
-                 desc: str = "") -> tuple[list[TrainResult], list[float], bool]:
+def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bool, desc: str = "",
+                 live: str | Path | None = None) -> tuple[list[TrainResult], list[float], bool]:
     """Train every client of ``cohort`` in place (batched when ``runtime`` allows and there are two or more).
 
-    Returns (results, seconds per client, batched). A progress bar counts client-epochs.
+    Returns (results, seconds per client, batched). A progress bar counts client-epochs; with ``live`` (a folder),
+    each client's loss per epoch is logged there with dvclive as it happens (:class:`osfl.live.ClientsLive`).
     """
     n = len(cohort)
     bar = tqdm(total=hp["epochs"] * n, desc="local training", disable=not progress, mininterval=1.0,
                unit="epoch")
     batched = hp["accel"].batched(device) and n > 1
     bar.set_description(f"{desc}{n} clients " + ("batched" if batched else "one by one"))
+    logger = None if live is None else ClientsLive(live, n)
+
+    def on_epoch(k: int, e: int, loss: float) -> None:
+        bar.set_postfix(client=k, loss=f"{loss:.3f}", refresh=False)
+        bar.update(1)
+        if logger is not None:
+            logger.epoch(k, e, loss)
+
     try:
-        results, seconds = train_clients(
-            cohort.models, cohort.data, cohort.gens, batched=batched, **hp,
-            on_epoch=lambda k, e, loss: (bar.set_postfix(client=k, loss=f"{loss:.3f}", refresh=False),
-                                         bar.update(1)))
+        results, seconds = train_clients(cohort.models, cohort.data, cohort.gens, batched=batched, **hp,
+                                         on_epoch=on_epoch)
     finally:
         bar.close()
+        if logger is not None:
+            logger.end()
     return results, seconds, batched
 
 

@@ -45,7 +45,8 @@ def _run(args) -> None:
     hp = local_hparams(local, epochs, augment, accel, eval_fn=lambda m: accuracy(m, x_test, y_test),
                        eval_every=local.eval_every)
     t0 = time.perf_counter()
-    results, per_client_seconds, batched = train_cohort(cohort, hp, device, progress=not args.no_progress)
+    results, per_client_seconds, batched = train_cohort(cohort, hp, device, progress=not args.no_progress,
+                                                     live=paths.results / "live" / "clients")
     train_info = {**local.as_dict(), "epochs_run": epochs, "augment_in_force": augment, "profile": profile.name,
                   "runtime": accel.in_force(device)}
     _, accs = upload_cohort(out, cohort, results, spec=spec, class_counts=part.class_counts, x_test=x_test,
