@@ -39,7 +39,8 @@ def every_family(p: dict) -> dict:
 
 def corners(p: dict) -> dict:
     """Folders that only some families write: no dir0.5 in `splits` (Table 6 and timing still write <ds>-dir0.5),
-    the local curve and the rounds on splits not in `splits`, a family with an empty method list, two paper columns."""
+    the local curve and the rounds on splits not in `splits`, a family with an empty method list, two paper columns,
+    a variant on a split not in `splits` and none of the other, extra seeds on a split not in `splits`."""
     p["splits"] = ["2cc"]
     p["methods"] = ["fedavg", "fedhydra"]
     p["lambdas"] = p["lambdas"][:1]
@@ -49,6 +50,8 @@ def corners(p: dict) -> dict:
     p["localcurve"].update(datasets=["fmnist"], split="dir0.3")
     p["timing"].update(datasets=["fmnist"], runs=[2])
     p["paper_columns"] = {"a": {"dataset": "fmnist", "split": "dir0.5"}, "b": {"dataset": "mnist", "split": "2cc"}}
+    p["variants"] = {"fedhydra_literal": ["dir0.01"], "dense_code": []}
+    p["spread"] = {"splits": ["dir0.1"], "seeds": [3]}
     return p
 
 
@@ -77,6 +80,9 @@ def materialise(paths: list[str], results: Path) -> None:
         elif p.name == "plots":  # a server's live curves (dvclive)
             (p / "metrics").mkdir(parents=True, exist_ok=True)
             (p / "metrics" / "test_acc.tsv").write_text("step\ttest_acc\n0\t50.0\n")
+        elif p.name == "clients" and p.parent.name == "live":  # local training's losses (dvclive), not rendered
+            (p / "plots" / "metrics" / "train" / "client0").mkdir(parents=True, exist_ok=True)
+            (p / "plots" / "metrics" / "train" / "client0" / "loss.tsv").write_text("step\tloss\n1\t2.0\n")
         else:
             assert p.name == "partition", f"a folder output render does not know: {rel}"
             p.mkdir(parents=True, exist_ok=True)
@@ -99,7 +105,8 @@ def test_expected_results_match_dvc_yaml(repo_root, tmp_path, variant):
     read = {f.relative_to(tmp_path) for d in run_dirs for _, _, f in fh._result_files(d)}
     for o in outs:
         twin = (o.endswith("/local_curve.json") or ("/rounds/" in o and o.endswith(".csv"))
-                or ("/live/" in o and o.endswith("/metrics.json")))  # the live summary: the curve is read
+                or ("/live/" in o and o.endswith("/metrics.json"))  # the live summary: the curve is read
+                or o.endswith("/live/clients"))  # the clients' training losses: no artifact plots them
         if o.startswith(prefix) and not o.startswith(paper_prefix) and not twin:
             read_as = (Path(o), Path(o) / "summary.json", Path(o) / "metrics" / "test_acc.tsv")
             assert any(r in read for r in read_as), f"an output render does not read: {o}"
@@ -111,15 +118,25 @@ def test_expected_results_match_dvc_yaml(repo_root, tmp_path, variant):
     if variant == "committed":
         assert expected["fmnist-dir0.5"] >= {"fedavg", "fedhydra", "fedhydra-ae", "fedhydra-l0.5-1", "clients",
                                              "partition"}
-        assert set(expected) == {f"fmnist-{s}" for s in params["splits"]}
+        spread = {f"fmnist-{s}-s{k}" for s in params["spread"]["splits"] for k in params["spread"]["seeds"]}
+        assert spread and set(expected) == {f"fmnist-{s}" for s in params["splits"]} | spread
+        for run in spread:  # an extra seed is a whole run of every Table 1 method
+            assert expected[run] == {"partition", "clients", *params["methods"]}
+        for s in params["variants"]["fedhydra_literal"]:
+            assert "fedhydra-literal" in expected[f"fmnist-{s}"]
+        for s in params["variants"]["dense_code"]:
+            assert "dense-bn0" in expected[f"fmnist-{s}"]
         assert paper == {"fmnist-dir0.5"}
     if variant == "every_family":
         assert expected["fmnist-dir0.5-hetero"] == {"clients", *params["hetero"]["methods"]}
         assert "timing/dense-t1" in expected["fmnist-dir0.5"] and "rounds/fedhydra" in expected["fmnist-2cc"]
         assert "local_curve" in expected["fmnist-dir0.1"] and "mnist-dir0.5-k10" not in expected
+        assert "fedhydra-literal" in expected["mnist-2cc"] and "mnist-dir0.5-s2" in expected
     if variant == "corners":
         assert expected["fmnist-dir0.5"] == {"fedhydra-l0.5-1", "timing/dense-t2", "timing/fedhydra-t2"}
         assert expected["fmnist-dir0.3"] == {"local_curve"} and expected["fmnist-dir0.1-hetero"] == {"clients"}
+        assert expected["fmnist-dir0.01"] == {"rounds/fedavg", "fedhydra-literal"}
+        assert expected["fmnist-dir0.1-s3"] == {"partition", "clients", "fedavg", "fedhydra"}
         assert paper == {"fmnist-dir0.5", "mnist-2cc"}
 
 

@@ -16,6 +16,7 @@ import json
 import shutil
 from collections import Counter
 
+import numpy as np
 import pytest
 import yaml
 from helpers import compile_latex, copy_worktree, init_repo, sh
@@ -47,6 +48,8 @@ def fedhydra_repo(tmp_path_factory, repo_root):
     params["timing"].update(datasets=["cifar10"], runs=[1])
     params["localcurve"].update(datasets=["cifar10"], split="dir0.5", epochs=200, every=100)
     params["paper_columns"] = {}  # GPU-sized: never in CI
+    params["spread"] = {"splits": ["dir0.5"], "seeds": [1]}  # a second seed of Table 1's cells
+    params["variants"] = {"fedhydra_literal": ["dir0.5"], "dense_code": ["dir0.5"]}
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
     # the committed paper-profile column (GPU-made, a frozen stage's git-tracked results) feeds the render stage
     shutil.copytree(repo_root / SUB / "results" / "paper", work / SUB / "results" / "paper")
@@ -93,9 +96,16 @@ def test_tables_show_ours_beside_the_paper(fedhydra_repo):
     rep = work / SUB / "reports"
     t1 = md_cells(rep / "table01.md")
     cell = t1["FedHydra (ours)"]["CIFAR10 alpha=0.5"]
-    assert ours(cell) == f"{metric(work, 'cifar10-dir0.5', 'fedhydra'):.2f}"  # our final accuracy, as run
+    seeds = [metric(work, run, "fedhydra") for run in ("cifar10-dir0.5", "cifar10-dir0.5-s1")]  # seed 0, seed 1
+    assert ours(cell) == f"{np.mean(seeds):.2f} ± {np.std(seeds, ddof=1):.2f} (n=2)"  # final accuracy, as run
     assert " / 63.15 (Δ" in cell  # the paper's number beside ours
-    assert ours(t1["DENSE"]["CIFAR10 alpha=0.5"]) == f"{metric(work, 'cifar10-dir0.5', 'dense'):.2f}"
+    dense = [metric(work, run, "dense") for run in ("cifar10-dir0.5", "cifar10-dir0.5-s1")]
+    assert ours(t1["DENSE"]["CIFAR10 alpha=0.5"]) == f"{np.mean(dense):.2f} ± {np.std(dense, ddof=1):.2f} (n=2)"
+    # the variants: rows of their own, no paper number
+    assert ours(t1["FedHydra (literal Alg. 1)"]["CIFAR10 alpha=0.5"]) == \
+        f"{metric(work, 'cifar10-dir0.5', 'fedhydra-literal'):.2f}"
+    assert ours(t1["DENSE (official code, bn = 0)"]["CIFAR10 alpha=0.5"]) == \
+        f"{metric(work, 'cifar10-dir0.5', 'dense-bn0'):.2f}"
     assert t1["OT"]["CIFAR10 alpha=0.5"].startswith("—")  # not in this grid's methods
     assert t1["FedHydra (ours)"]["FashionMNIST alpha=0.5"] == "— / 77.20 (Δ—)"  # not in this grid
     assert t1["FedHydra (ours)"]["MNIST alpha=0.5"] == "— / 88.75 (Δ—)"  # we did not run MNIST
@@ -188,6 +198,10 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
         "ksweep_train": 2 * len(k["clients"]), "ksweep_server": 2 * len(k["clients"]) * len(k["methods"]),
         "rounds": 2 * len(r["splits"]) * len(r["methods"]), "local_curve": 1, "timing": 2 * len(params["timing"]["runs"]),
         "render": 1, "paper_column": 0,
+        "literal": n_ds * len(params["variants"]["fedhydra_literal"]),
+        "dense_code": n_ds * len(params["variants"]["dense_code"]),
+        "spread_clients": n_ds * len(params["spread"]["splits"]) * len(params["spread"]["seeds"]),
+        "spread_server": n_ds * len(params["spread"]["splits"]) * len(params["spread"]["seeds"]) * n_m,
     }
     counts = Counter(name.split("@")[0] for name in ran)
     assert counts == {k: v for k, v in expected.items() if v}

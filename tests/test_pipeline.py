@@ -262,7 +262,7 @@ def test_server_logs_each_epoch_before_it_ends(smoke_repo, monkeypatch):
     shutil.copytree(work / "models" / "main" / "clients", work / "models" / "live-check" / "clients")
     server.main(["--experiment", "live-check", "--partition-of", "main", "--no-progress", "--method", "dense",
                  "--set", "server.dense.epochs=300"])  # smoke: x0.01 -> 3 epochs
-    assert [(e, d) for e, d, _, _ in seen] == [(1, 1), (2, 2), (3, 3)]
-    assert [c for _, _, _, c in seen] == [[1], [1, 2], [1, 2, 3]]
+    assert [(e, d) for e, d, _, _ in seen] == [(0, 0), (1, 1), (2, 2), (3, 3)]  # epoch 0: before training
+    assert [c for _, _, _, c in seen] == [[0], [0, 1], [0, 1, 2], [0, 1, 2, 3]]
     final = json.loads((folder / "metrics.json").read_text())["dense"]
     assert final["epoch"] == 3 and final["final"] == seen[-1][2]

@@ -132,14 +132,18 @@ def test_method_runs_and_records_its_curve(tmp_path, name):
     method = METHODS.get(name)(**TINY[name])
     res = method.run(ctx)
     assert res.kind == "classifier" and not res.model.training
-    assert [c["epoch"] for c in res.curve] == [1, 2]  # smoke: 200 epochs x 0.01
+    assert [c["epoch"] for c in res.curve] == [0, 1, 2]  # epoch 0: before server training; smoke: 200 x 0.01
     assert res.curve[-1]["test_acc"] == pytest.approx(ctx.evaluate(res.model))
+    start = ctx.make_global()  # every trained method except FedDF starts from a fresh global model
+    if name == "feddf":  # FedDF starts from the FedAvg average of the clients
+        start.load_state_dict(METHODS.get("fedavg")().run(ctx).model.state_dict())
+    assert res.curve[0] == {"epoch": 0, "test_acc": pytest.approx(ctx.evaluate(start))}
     resolved = method.resolved(ctx.profile)
     assert resolved["epochs"] == 2
     if "ngf" in resolved:
         assert resolved["ngf"] == 16  # generator width x0.25 under smoke
     if name == "coboost":
-        for c in res.curve:
+        for c in res.curve[1:]:
             assert all(0.0 <= w <= 1.0 for w in c["client_weights"])
     if name == "fedhydra":
         Ur = torch.tensor(res.extras["U_r"])
@@ -150,7 +154,7 @@ def test_fedhydra_ablation_switches(tmp_path):
     ctx = make_ctx(tmp_path)
     res = METHODS.get("fedhydra")(**TINY["fedhydra"], aggregation="ae", distill_data="pool",
                                   generator_reset="epoch", sa_scale="classes", ad_mask=True).run(ctx)
-    assert "U_r" not in res.extras and len(res.curve) == 2  # AE skips model stratification
+    assert "U_r" not in res.extras and len(res.curve) == 3  # AE skips model stratification
     samples = res.extras["synthetic_samples"]  # Fig. 12: a few images of the last synthetic batch, 2 per label
     assert samples["shape"] == list(SHAPE) and len(samples["images_u8"]) == len(samples["labels"]) > 0
     assert all(samples["labels"].count(k) <= 2 for k in range(10))
@@ -176,7 +180,7 @@ def test_feddf_initialises_from_fedavg_and_checks_aux_data(tmp_path):
 def test_feddf_generator_fallback_needs_no_data(tmp_path):
     ctx = make_ctx(tmp_path, aux_loader=None)
     res = METHODS.get("feddf")(**TINY["feddf"], aux_data="generator").run(ctx)
-    assert res.choices["aux_data_in_force"] == "generator" and len(res.curve) == 2
+    assert res.choices["aux_data_in_force"] == "generator" and len(res.curve) == 3
 
 
 @pytest.mark.parametrize("name,params,match", [
@@ -185,7 +189,7 @@ def test_feddf_generator_fallback_needs_no_data(tmp_path):
     ("coboost", {"mu": -1}, "server.coboost.mu: must be >= 0"),
     ("fedhydra", {"beta": "high"}, "server.fedhydra.beta: must be a number"),
     ("fedhydra", {"epochs": 2.5}, "server.fedhydra.epochs: must be a whole number"),
-    ("fedhydra", {"distill_data": "all"}, "server.fedhydra.distill_data: unknown value 'all'; allowed: intermediates, pool"),
+    ("fedhydra", {"distill_data": "all"}, "server.fedhydra.distill_data: unknown value 'all'; allowed: pool, intermediates"),
     ("fedhydra", {"ms_batched": 1}, "server.fedhydra.ms_batched: unknown value 1"),
     ("feddf", {"aux_data": ""}, "server.feddf.aux_data: must be"),
     ("feddf", {"temperature": 2}, "server.feddf.temperature: unknown key"),
@@ -232,3 +236,49 @@ def test_feddf_aux_data_offline(tmp_path, monkeypatch, profile, stand_in):
         server.aux_images("mnist", paths, cfg, torch.device("cpu"))
     assert str(e.value).startswith("server.feddf.aux_data: mnist cannot be loaded") and "\n" not in str(e.value)
     assert seen["stand_in"] == stand_in
+
+
+def test_fedhydra_readings_differ_only_in_their_named_choices(tmp_path):
+    """The authors' loop (default) and Alg. 1 read literally differ only in the choices READINGS names: the
+    default run with the literal values of those choices set one by one is the literal run, bit for bit."""
+    from osfl.methods.fedhydra import READINGS, FedHydra
+
+    assert set(READINGS["authors"]) == set(READINGS["literal"]) == {
+        "distill_data", "generator_reset", "optimize_z", "ad_mask", "synth_augment", "ms_augment", "kd_augment"}
+    assert all(READINGS["authors"][k] != READINGS["literal"][k] for k in READINGS["authors"])
+    assert FedHydra().params["reading"] == "authors" and FedHydra().params["distill_data"] == "pool"
+    ctx = make_ctx(tmp_path)
+    literal = FedHydra(**TINY["fedhydra"], reading="literal").run(ctx)
+    by_choice = FedHydra(**TINY["fedhydra"], **READINGS["literal"]).run(ctx)
+    authors = FedHydra(**TINY["fedhydra"]).run(ctx)
+    assert literal.curve == by_choice.curve
+    assert all(torch.equal(a, b) for a, b in zip(literal.model.state_dict().values(),
+                                                by_choice.model.state_dict().values()))
+    assert literal.extras["trajectory_min_max"] == by_choice.extras["trajectory_min_max"]
+    assert authors.extras["trajectory_min_max"] != literal.extras["trajectory_min_max"]  # MS sees the views
+    # a choice given on its own overrides its reading's value
+    assert FedHydra(reading="literal", distill_data="pool").params["distill_data"] == "pool"
+
+
+def test_model_stratification_views_are_the_same_in_both_paths():
+    """MS with the authors' crop+flip view: the batched and looped paths draw the same views (one generator per
+    client and class) and so give the same trajectories."""
+    torch.manual_seed(0)
+    models = [build_model("cnn2", SHAPE, 10).eval() for _ in range(2)]
+    kw = dict(steps=3, batch=4, nz=8, ngf=8, lr=1e-3, eps=1e-8, device=torch.device("cpu"), augment="crop_flip",
+              augment_rng=lambda k, j: torch.Generator().manual_seed(100 * k + j))
+    a = model_stratification(models, SHAPE, 10, rng=torch.Generator().manual_seed(3), batched=True, **kw)
+    b = model_stratification(models, SHAPE, 10, rng=torch.Generator().manual_seed(3), batched=False, **kw)
+    plain = model_stratification(models, SHAPE, 10, rng=torch.Generator().manual_seed(3), batched=False,
+                                 **{**kw, "augment": "none"})
+    assert torch.allclose(a["trajectories"], b["trajectories"], atol=1e-5)
+    assert not torch.allclose(b["trajectories"], plain["trajectories"])
+
+
+def test_dense_bn0_is_the_official_code_reading(tmp_path):
+    ctx = make_ctx(tmp_path)
+    paper = METHODS.get("dense")(**TINY["dense"]).run(ctx)
+    code = METHODS.get("dense")(**TINY["dense"], bn=0).run(ctx)
+    assert paper.choices["reading"].startswith("paper") and code.choices["reading"].startswith("as the official code")
+    assert paper.curve[1:] != code.curve[1:] or any(
+        not torch.equal(a, b) for a, b in zip(paper.model.state_dict().values(), code.model.state_dict().values()))

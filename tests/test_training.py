@@ -148,7 +148,7 @@ class ToyDistill:
             opt.step()
             return model
 
-        return model, track_epochs(ctx, epochs, step, "toy")
+        return model, track_epochs(ctx, epochs, step, "toy", start=model)
 
 
 def test_epoch_curve_best_equals_recorded_best(tmp_path):
@@ -160,14 +160,19 @@ def test_epoch_curve_best_equals_recorded_best(tmp_path):
     live = LiveRun(tmp_path / "live" / "toy", "toy")
     ctx.on_epoch = live.epoch
     model, curve = ToyDistill.run(ctx, epochs=4)
-    assert [c["epoch"] for c in curve] == [1, 2, 3, 4]
+    assert [c["epoch"] for c in curve] == [0, 1, 2, 3, 4]  # epoch 0: the model before server training
     final = ctx.evaluate(model)
     assert final == pytest.approx(curve[-1]["test_acc"])  # the last curve point is the returned model
     live.end(final)
     s = read_summary(tmp_path / "live" / "toy", "toy")
-    assert s["best"] == max(c["test_acc"] for c in curve)
+    assert s["best"] == max(c["test_acc"] for c in curve[1:])  # best over server epochs, not epoch 0
     assert s["epoch"] == 4 and s["final"] == curve[-1]["test_acc"]
-    assert read_curve(tmp_path / "live" / "toy") == ([1, 2, 3, 4], [c["test_acc"] for c in curve])
+    assert read_curve(tmp_path / "live" / "toy") == ([0, 1, 2, 3, 4], [c["test_acc"] for c in curve])
+    high = LiveRun(tmp_path / "live" / "high", "high")  # epoch 0 above every server epoch: not the best
+    for e, a in enumerate((90.0, 20.0, 30.0)):
+        high.epoch({"epoch": e, "test_acc": a})
+    high.end(30.0)
+    assert read_summary(tmp_path / "live" / "high", "high") == {"final": 30.0, "best": 30.0, "epoch": 2}
     flat = LiveRun(tmp_path / "live" / "flat", "flat")
     flat.end(55.0)
     assert read_summary(tmp_path / "live" / "flat", "flat") == {"final": 55.0, "best": 55.0}

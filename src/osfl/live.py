@@ -7,7 +7,7 @@ One folder per run (``results/<exp>/live/<name>/``), the layout dvclive writes:
   last finished epoch (of the final model once the run ends), ``<name>.best`` the best so far, ``<name>.epoch`` the
   epochs done (absent for a run without server epochs). Keyed by the run's name so that ``dvc exp show`` has short, distinct column names.
 * ``plots/metrics/test_acc.tsv`` (``step``, ``test_acc``): the accuracy-versus-epoch curve that reports and
-  ``dvc plots`` read (no other copy is written); ``plots/metrics/train/<loss>.tsv``: the epoch's losses.
+  ``dvc plots`` read (no other copy is written); it starts at epoch 0, the model before server training; ``plots/metrics/train/<loss>.tsv``: the epoch's losses.
 
 A run without server epochs (FedAvg, the ensemble, OT fusion) logs its one accuracy at epoch 0.
 
@@ -65,27 +65,34 @@ class LiveRun:
 
     def __init__(self, folder: str | Path, name: str):
         self.name = name
-        self.best: float | None = None
+        self.best: float | None = None  # best over server epochs (epoch >= 1)
+        self.logged = False
         self._live = _logger(folder)
 
     def epoch(self, entry: dict) -> None:
-        """Log ``{"epoch": e, "test_acc": a, <loss>: v, ...}`` (one curve entry) and rewrite the summary."""
+        """Log ``{"epoch": e, "test_acc": a, <loss>: v, ...}`` (one curve entry) and rewrite the summary.
+
+        Epoch 0 (the model before server training) is part of the curve but not of ``best``, which is the best
+        over server epochs (a run without server epochs has only its epoch-0 point, its final model)."""
         live, acc, epoch = self._live, float(entry["test_acc"]), int(entry["epoch"])
         live.step = epoch
         live.log_metric("test_acc", acc)
         for key, value in entry.items():
             if key not in ("epoch", "test_acc") and isinstance(value, (int, float)) and not isinstance(value, bool):
                 live.log_metric(f"train/{key}", float(value))
-        self.best = acc if self.best is None else max(self.best, acc)
-        live.summary = {self.name: {"final": acc, "best": self.best, "epoch": epoch}}
+        if epoch > 0:
+            self.best = acc if self.best is None else max(self.best, acc)
+        self.logged = True
+        live.summary = {self.name: {"final": acc, "best": acc if self.best is None else self.best, "epoch": epoch}}
         live.make_summary()
 
     def end(self, final: float) -> None:
         """Close the log. ``final``: the final model's accuracy, logged as the one point (epoch 0) of a run without
         server epochs; a trained run's last logged epoch is its final model (evaluate@ checks the saved one)."""
-        if self.best is None:  # no server epochs: one point at epoch 0, no epoch count in the summary
+        if not self.logged:  # no server epochs: one point at epoch 0, no epoch count in the summary
             self.epoch({"epoch": 0, "test_acc": final})
             del self._live.summary[self.name]["epoch"]
+            self._live.make_summary()
         self._live.end()
 
 

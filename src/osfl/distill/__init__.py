@@ -6,23 +6,25 @@
 * ``ensemble``: ``BatchedEnsemble`` (vmapped teacher ensemble with per-model BN losses) and FedHydra's
   ``stratified_aggregate``.
 * ``pool``: ``SyntheticPool`` (uint8 image history, optional labels).
-* ``synthesis``: ``make_generator``, ``frozen_forward``, ``new_latent``, ``random_labels``, ``generator_adam``, ``restart_synthesis``,
+* ``adversarial``: DENSE's epoch loop, shared by DENSE and FedHydra (``Synthesis``, ``distill_pool``).
+* ``synthesis``: ``make_generator``, ``frozen_forward``, ``new_latent``, ``random_labels``, ``generator_adam``,
   ``BestBatch``, ``kd_step``.
 """
+from .adversarial import EpochBatch, Synthesis, distill_pool
 from .bn_hooks import BNStatHooks, bn_layers, bn_stat_loss
 from .ensemble import BatchedEnsemble, stratified_aggregate
 from .generator import Generator, reset_generator
 from .losses import adversarial_loss, hard_sample_ce, kl_div_t
 from .pool import SyntheticPool, quantize_u8
 from .synthesis import (BestBatch, frozen_forward, generator_adam, kd_step, make_generator, new_latent,
-                        random_labels, restart_synthesis)
+                        random_labels)
 
 __all__ = [
+    "EpochBatch", "Synthesis", "distill_pool",
     "BNStatHooks", "bn_layers", "bn_stat_loss",
     "BatchedEnsemble", "stratified_aggregate",
     "Generator", "reset_generator",
     "adversarial_loss", "hard_sample_ce", "kl_div_t",
     "SyntheticPool", "quantize_u8",
     "BestBatch", "frozen_forward", "generator_adam", "kd_step", "make_generator", "new_latent", "random_labels",
-    "restart_synthesis",
 ]

@@ -7,8 +7,6 @@
   updates: DENSE and Co-Boosting optimise z jointly with the generator) and uniform labels, drawn from a seeded
   CPU generator and moved to the device.
 * ``generator_adam``: the generator optimiser of DENSE, Co-Boosting and FedHydra (Adam, betas (0.5, 0.999)).
-* ``restart_synthesis``: DENSE's and Co-Boosting's epoch start: re-initialised generator, a learnable latent,
-  sorted random targets and one Adam over generator and latent.
 * ``BestBatch``: keeps the generated batch with the lowest generator loss (what DENSE puts in its pool).
 * ``kd_step``: one student update on a batch with teacher logits: KL(teacher/T ‖ student/T)·T², plus
   ``beta``·CE(student, argmax teacher) (FedHydra Eq. 19), optional gradient-norm clipping (Co-Boosting).
@@ -59,17 +57,6 @@ def random_labels(batch: int, num_classes: int, device: torch.device, gen: torch
 def generator_adam(params, lr: float) -> torch.optim.Adam:
     """Adam with DENSE's betas (0.5, 0.999) over ``params`` (tensors or parameter groups)."""
     return torch.optim.Adam(params, lr=lr, betas=(0.5, 0.999))
-
-
-def restart_synthesis(gen: Generator, rng: torch.Generator, batch: int, nz: int, num_classes: int,
-                      lr_g: float, device: torch.device):
-    """Reset ``gen``; return (learnable z, sorted targets y, Adam over generator and z with betas (0.5, 0.999)).
-
-    The reset, z and y are all drawn from the CPU generator ``rng``."""
-    reset_generator(gen, rng)
-    z = new_latent(batch, nz, device, rng, learnable=True)
-    y = random_labels(batch, num_classes, device, rng).sort().values
-    return z, y, generator_adam([{"params": gen.parameters()}, {"params": [z]}], lr_g)
 
 
 class BestBatch:

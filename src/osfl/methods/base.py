@@ -99,7 +99,7 @@ class ServerResult:
     model: torch.nn.Module | None = None
     members: list[int] = field(default_factory=list)  # ensemble: client ids
     weights: list[float] = field(default_factory=list)  # ensemble: combination weights
-    curve: list[dict] = field(default_factory=list)  # [{"epoch": e, "test_acc": a, ...}] for trained globals
+    curve: list[dict] = field(default_factory=list)  # [{"epoch": e, "test_acc": a, ...}], e = 0, 1, ...: trained globals
     choices: dict[str, Any] = field(default_factory=dict)  # every hyper-parameter in force
     extras: dict[str, Any] = field(default_factory=dict)  # results besides the model (e.g. FedHydra's U matrices)
 
@@ -154,23 +154,31 @@ class ServerMethod:
         raise NotImplementedError
 
 
-def track_epochs(ctx: ServerContext, epochs: int, step: Callable[[int], Any], desc: str) -> list[dict]:
-    """Run ``step(epoch)`` for each epoch, evaluating the returned model on the test set after each one.
+def track_epochs(ctx: ServerContext, epochs: int, step: Callable[[int], Any], desc: str, *,
+                 start: torch.nn.Module) -> list[dict]:
+    """Evaluate ``start`` (the model before server training: epoch 0), then run ``step(epoch)`` for each epoch,
+    evaluating the returned model on the test set after each one.
 
     ``step`` returns the model, or ``(model, fields)`` where ``fields`` (e.g. the epoch's generator loss) are
-    recorded in that epoch's curve entry.
+    recorded in that epoch's curve entry. Epoch 0 shows a method that starts high and drops at once (FedDF starts
+    from the FedAvg average); it is part of the curve, not of the run's best accuracy.
     """
     from tqdm.auto import tqdm
 
     curve = []
+
+    def record(entry: dict) -> None:
+        curve.append(entry)
+        if ctx.on_epoch is not None:
+            ctx.on_epoch(entry)
+
+    record({"epoch": 0, "test_acc": ctx.evaluate(start)})
     bar = tqdm(range(1, epochs + 1), desc=desc, disable=not ctx.progress, mininterval=1.0)
     for epoch in bar:
         out = step(epoch)
         model, fields = out if isinstance(out, tuple) else (out, {})
         acc = ctx.evaluate(model)
-        curve.append({"epoch": epoch, "test_acc": acc, **fields})
-        if ctx.on_epoch is not None:
-            ctx.on_epoch(curve[-1])
+        record({"epoch": epoch, "test_acc": acc, **fields})
         bar.set_postfix(acc=f"{acc:.2f}", refresh=False)
     return curve
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from ..distill import (BestBatch, SyntheticPool, adversarial_loss, frozen_forward, hard_sample_ce,
-                       kd_step, make_generator, restart_synthesis)
+from ..distill import (Synthesis, SyntheticPool, adversarial_loss, frozen_forward, hard_sample_ce, kd_step,
+                       make_generator)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
 
@@ -64,35 +64,30 @@ class CoBoosting(ServerMethod):
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=p["epochs"]) if p["cosine"] else None
         reset_rng, pool_rng = ctx.rng("coboost", "reset"), ctx.rng("coboost", "pool")
         ods_rng = ctx.rng("coboost", "ods")
-        gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, reset_rng)
+        # DENSE's loop (osfl.distill.adversarial) with the generator's gradient norm clipped at 10
+        synth = Synthesis(make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, reset_rng), p["synthesis_batch"],
+                          p["nz"], ctx.num_classes, p["g_steps"], p["lr_g"], dev, reset_rng=reset_rng,
+                          latent_rng=reset_rng, grad_clip=10.0)
         pool = SyntheticPool()
 
+        def step_loss(x, y):
+            if p["bn"]:
+                per_client, bn = teacher.forward_with_bn(x)
+            else:
+                per_client, bn = teacher(x), None
+            t_out = teacher.combine(per_client, w)
+            loss = p["oh"] * hard_sample_ce(t_out, y, p["hs"])
+            if bn is not None:
+                loss = loss + p["bn"] * bn.sum() / m
+            if p["adv"]:
+                loss = loss + p["adv"] * adversarial_loss(frozen_forward(student, x), t_out, T=p["adv_T"], mask=False)
+            return loss, x, t_out
+
         def synthesize() -> float:
-            z, y, opt_g = restart_synthesis(gen, reset_rng, p["synthesis_batch"], p["nz"], ctx.num_classes,
-                                            p["lr_g"], dev)
             student.eval()
-            gen.train()
-            best = BestBatch()
-            for _ in range(p["g_steps"]):
-                x = gen(z)
-                if p["bn"]:
-                    per_client, bn = teacher.forward_with_bn(x)
-                else:
-                    per_client, bn = teacher(x), None
-                t_out = teacher.combine(per_client, w)
-                loss = p["oh"] * hard_sample_ce(t_out, y, p["hs"])
-                if bn is not None:
-                    loss = loss + p["bn"] * bn.sum() / m
-                if p["adv"]:
-                    s_out = frozen_forward(student, x)
-                    loss = loss + p["adv"] * adversarial_loss(s_out, t_out, T=p["adv_T"], mask=False)
-                best.offer(x, loss)
-                opt_g.zero_grad(set_to_none=True)
-                loss.backward()
-                nn.utils.clip_grad_norm_(gen.parameters(), 10.0)
-                opt_g.step()
-            pool.add(best.x, y)
-            return best.loss
+            made = synth.run_epoch(step_loss)
+            pool.add(made.best_x, made.y)
+            return made.best_loss
 
         def adjust_weights(epoch0: int) -> None:
             nonlocal w
@@ -129,8 +124,8 @@ class CoBoosting(ServerMethod):
                 sched.step()
             return student, {"gen_loss": gen_loss, "client_weights": [round(float(v), 6) for v in w]}
 
-        curve = track_epochs(ctx, p["epochs"], epoch, desc="coboost")
+        curve = track_epochs(ctx, p["epochs"], epoch, desc="coboost", start=student)
         return ServerResult("classifier", model=student.eval(), curve=curve,
                             choices={"pool": "lowest-loss batch per epoch, with labels", "student_init": "random",
                                      "generator_reset": "every epoch", "optimize_z": True,
-                                     "final_client_weights": curve[-1]["client_weights"] if curve else []})
+                                     "final_client_weights": curve[-1].get("client_weights", [])})

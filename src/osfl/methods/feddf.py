@@ -109,7 +109,7 @@ class FedDF(ServerMethod):
                     sched.step()
             return student
 
-        curve = track_epochs(ctx, p["epochs"], epoch, desc="feddf")
+        curve = track_epochs(ctx, p["epochs"], epoch, desc="feddf", start=student)
         return ServerResult("classifier", model=student.eval(), curve=curve,
                             choices={"aux_data_in_force": aux, "distillation_data": source,
                                      "total_steps": total, "early_stopping": False})

@@ -7,21 +7,34 @@ u_{k,j} = (max L − min L)/(min L + ε) (Eq. 2, ε as in V003). U[j, k] = u_{k,
 over clients (inter-model weights), Ū_c each column over classes (in-model weights). A row or column whose u
 are all 0 is spread uniformly (no division by zero).
 
-**HASA** (Alg. 1). For ``epochs`` epochs: draw fresh z and y (uniform labels); train the generator for
-``g_steps`` steps on L_Gen = CE(P, y) + λ1·(1/m)Σ_k BN_k + λ2·(−KL(P ‖ F_g)) (Eq. 16), P = SA(x, y) (Eqs. 8–11);
-then distil the global model on L_Glo = KL(P ‖ F_g) + β·CE(F_g, argmax P) (Eq. 19) with SGD (lr 0.01,
-momentum 0.9), P recomputed without gradient; test after every epoch.
+**HASA** (Alg. 1) is DENSE's loop (:mod:`osfl.distill.adversarial`) with the SA teacher P = SA(x, y) (Eqs. 8-11),
+the generator loss L_Gen = CE(P, y) + λ1·(1/m)Σ_k BN_k + λ2·(−KL(P ‖ F_g)) (Eq. 16) and the student loss
+L_Glo = KL(P ‖ F_g) + β·CE(F_g, argmax P) (Eq. 19, SGD lr 0.01, momentum 0.9); the student is tested before
+training (epoch 0) and after every epoch.
 
-Choices the paper leaves open (SPEC §6), each a parameter with the SPEC's proposed default:
+**Two readings** (``reading``), which differ only in the named choices of :data:`READINGS` (a test pins this):
 
-* ``beta`` (AMBIG-1) = 1.0.
-* ``distill_data`` (AMBIG-4): ``intermediates`` = one student step on each of the epoch's g_steps generated
-  batches ("all generated intermediates"); ``pool`` = DENSE-style labelled pool of each epoch's lowest-loss
-  batch, one pass per epoch.
-* ``generator_reset`` (AMBIG-5): ``never`` = one generator and its Adam state for the whole run (Alg. 1 line 3);
-  ``epoch`` = DENSE's per-epoch re-initialisation.
+* ``authors`` (the default): the first author's released code (ANCHORS.md §1b, SPEC §1.8 revision), a DENSE fork.
+  Every epoch the generator is re-initialised (``generator_reset: epoch``) and z is optimised with it
+  (``optimize_z: true``); the generated images pass DENSE's crop(pad 4)+flip view before the teachers
+  (``synth_augment: crop_flip``); the adversarial term has DENSE's disagreement mask (``ad_mask: true``); the
+  lowest-loss batch and its targets join a labelled pool, and the student makes one pass over the whole pool
+  (``distill_data: pool``), SA evaluated on each batch's stored targets, pool images with DENSE's KD transform
+  (``kd_augment: auto``: flip for grey images, crop+flip for colour); MS sees the crop+flip view too
+  (``ms_augment: crop_flip``).
+* ``literal``: Alg. 1 as written, the SPEC's first proposals for AMBIG-4/5/9: one generator and its Adam state for
+  the whole run (``generator_reset: never``), a fixed z per epoch (``optimize_z: false``), no mask, no views, and one
+  student step on each of the epoch's g_steps intermediate batches (``distill_data: intermediates``: "all generated
+  intermediates").
+
+Any named choice can also be set on its own (it overrides the reading's value); every run records the reading and
+every choice in force.
+
+Other choices the paper leaves open (SPEC §6), each a parameter with the SPEC's proposed default:
+
+* ``beta`` (AMBIG-1) = 1.0. (The authors' code's KD criterion is α1·CE + α2·T²·KL with the KL averaged over
+  batch × classes and α1 = 0 by default; Eq. 19 is kept here, since the release does not run as shipped.)
 * ``sa_scale`` (AMBIG-6): ``none`` = SA logits as written (about 1/c the scale of AE); ``classes`` = SA × c.
-* ``ad_mask`` (AMBIG-9) = False (Eq. 15 has no mask); True = DENSE's disagreement mask.
 * ``T`` (AMBIG-9) = 1, the temperature of Eqs. 15 and 17.
 * ``aggregation``: ``sa`` (FedHydra) or ``ae`` (averaging ensemble instead of SA, everything else equal; the
   reading of Fig. 7 proposed in SPEC AMBIG-24; MS is skipped).
@@ -41,9 +54,9 @@ import torch.nn.functional as F
 from torch.func import functional_call, vmap
 from tqdm.auto import tqdm
 
-from ..distill import (BestBatch, SyntheticPool, adversarial_loss, frozen_forward, generator_adam,
-                       kd_step, make_generator, new_latent, random_labels, reset_generator,
-                       stratified_aggregate)
+from ..clients.augment import augment_batch
+from ..distill import (Synthesis, SyntheticPool, adversarial_loss, distill_pool, frozen_forward, generator_adam,
+                       kd_step, make_generator, reset_generator, stratified_aggregate)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
 
@@ -74,8 +87,10 @@ def _ms_generators(gen: torch.nn.Module, rng: torch.Generator, classes: int, bat
     return states, zs
 
 
-def _ms_client_looped(model, gen, states, zs, steps, lr, device) -> torch.Tensor:
-    """Reference path: one generator at a time, as Alg. 2 is written. Returns (c, steps) CE trajectories."""
+def _ms_client_looped(model, gen, states, zs, steps, lr, device, view) -> torch.Tensor:
+    """Reference path: one generator at a time, as Alg. 2 is written. Returns (c, steps) CE trajectories.
+
+    ``view(x, j)``: the view of class j's generated batch that the client sees."""
     traj = torch.zeros(len(states), steps, dtype=torch.float64, device=device)
     for j, (state, z) in enumerate(zip(states, zs)):
         with torch.no_grad():
@@ -86,7 +101,7 @@ def _ms_client_looped(model, gen, states, zs, steps, lr, device) -> torch.Tensor
         z = z.to(device)
         y = torch.full((len(z),), j, dtype=torch.long, device=device)
         for t in range(steps):
-            loss = F.cross_entropy(frozen_forward(model, gen(z)), y)
+            loss = F.cross_entropy(frozen_forward(model, view(gen(z), j)), y)
             traj[j, t] = loss.detach()
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -94,7 +109,7 @@ def _ms_client_looped(model, gen, states, zs, steps, lr, device) -> torch.Tensor
     return traj.cpu()
 
 
-def _ms_client_batched(model, gen, states, zs, steps, lr, device) -> torch.Tensor:
+def _ms_client_batched(model, gen, states, zs, steps, lr, device, view) -> torch.Tensor:
     """Fast path: the c generators of one client as ONE vmapped generator over stacked weights.
 
     Adam is elementwise, so one Adam over the stacked (c, ...) weights makes exactly the per-generator updates of
@@ -115,7 +130,7 @@ def _ms_client_batched(model, gen, states, zs, steps, lr, device) -> torch.Tenso
     many = vmap(lambda pr, zz: functional_call(base, pr, (zz,)))
     traj = torch.zeros(c, steps, dtype=torch.float64, device=device)
     for t in range(steps):
-        x = many(params, z)  # (c, b, C, H, W)
+        x = torch.stack([view(xj, j) for j, xj in enumerate(many(params, z))])  # (c, b, C, H, W)
         ce = F.cross_entropy(frozen_forward(model, x.flatten(0, 1)), y, reduction="none").view(c, b).mean(1)
         traj[:, t] = ce.detach()
         opt.zero_grad(set_to_none=True)
@@ -126,11 +141,13 @@ def _ms_client_batched(model, gen, states, zs, steps, lr, device) -> torch.Tenso
 
 def model_stratification(models: list[torch.nn.Module], input_shape, num_classes: int, *, steps: int, batch: int,
                          nz: int, ngf: int, lr: float, eps: float, device: torch.device,
-                         rng: torch.Generator, batched: bool = True, progress: bool = False
-                         ) -> dict[str, torch.Tensor]:
+                         rng: torch.Generator, batched: bool = True, progress: bool = False,
+                         augment: str = "none", augment_rng=None) -> dict[str, torch.Tensor]:
     """Alg. 2: loss trajectories (m, c, steps) → U (c, m), Ū_r, Ū_c.
 
     ``batched`` trains the c generators of a client together (same numbers as the loop up to float rounding).
+    ``augment`` (``crop_flip`` in the authors' code): the view of the generated images each client sees, drawn
+    from ``augment_rng(k, j)``, one CPU generator per (client, class), so both paths draw the same numbers.
     """
     m = len(models)
     traj = torch.zeros(m, num_classes, steps, dtype=torch.float64)
@@ -139,9 +156,20 @@ def model_stratification(models: list[torch.nn.Module], input_shape, num_classes
     for k, model in enumerate(tqdm(models, desc="fedhydra MS", disable=not progress, mininterval=1.0)):
         model.eval()
         states, zs = _ms_generators(gen, rng, num_classes, batch, nz)
-        traj[k] = run_client(model, gen, states, zs, steps, lr, device)
+        rngs = [augment_rng(k, j) for j in range(num_classes)] if augment != "none" else []
+        view = (lambda x, j: augment_batch(x, augment, rngs[j])) if augment != "none" else (lambda x, j: x)
+        traj[k] = run_client(model, gen, states, zs, steps, lr, device, view)
     U = guidance_capability(traj, eps).T.contiguous()  # (c, m): U[j, k] = u_{k,j}
     return {"trajectories": traj, "U": U, "U_r": normalise(U, 1), "U_c": normalise(U, 0)}
+
+
+# The named choices of the two readings of Alg. 1 (module docstring); everything else is shared.
+READINGS = {
+    "authors": {"distill_data": "pool", "generator_reset": "epoch", "optimize_z": True, "ad_mask": True,
+                "synth_augment": "crop_flip", "ms_augment": "crop_flip", "kd_augment": "auto"},
+    "literal": {"distill_data": "intermediates", "generator_reset": "never", "optimize_z": False, "ad_mask": False,
+                "synth_augment": "none", "ms_augment": "none", "kd_augment": "none"},
+}
 
 
 @register
@@ -152,18 +180,25 @@ class FedHydra(ServerMethod):
     defaults = {
         "epochs": 200, "g_steps": 30, "ms_steps": 30, "lr_g": 1e-3, "synthesis_batch": 256, "ms_batch": 256,
         "nz": 256, "ngf": 64, "lambda1": 1.0, "lambda2": 1.0, "beta": 1.0, "T": 1.0, "eps": 1e-8,
-        "lr": 0.01, "momentum": 0.9,
-        "distill_data": "intermediates", "generator_reset": "never", "sa_scale": "none", "ad_mask": False,
-        "aggregation": "sa", "ms_batched": "auto",
+        "lr": 0.01, "momentum": 0.9, "reading": "authors", **READINGS["authors"],
+        "sa_scale": "none", "aggregation": "sa", "ms_batched": "auto",
     }
-    allowed = {"distill_data": ("intermediates", "pool"), "generator_reset": ("never", "epoch"),
-               "sa_scale": ("none", "classes"), "ad_mask": (False, True), "aggregation": ("sa", "ae"),
-               "ms_batched": ("auto", True, False)}
+    allowed = {"reading": tuple(READINGS), "distill_data": ("pool", "intermediates"),
+               "generator_reset": ("epoch", "never"), "optimize_z": (True, False), "ad_mask": (True, False),
+               "synth_augment": ("crop_flip", "flip", "none"), "ms_augment": ("crop_flip", "flip", "none"),
+               "kd_augment": ("auto", "crop_flip", "flip", "none"),
+               "sa_scale": ("none", "classes"), "aggregation": ("sa", "ae"), "ms_batched": ("auto", True, False)}
     positive = ("g_steps", "ms_steps", "lr_g", "synthesis_batch", "ms_batch", "nz", "ngf", "T", "eps", "lr")
     epoch_keys = ("epochs",)
     step_keys = ("g_steps", "ms_steps")
     synth_keys = ("synthesis_batch", "ms_batch")
     width_keys = ("ngf",)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        # the reading sets its named choices; a choice given on its own overrides it
+        self.params = {**self.params, **READINGS[self.params["reading"]],
+                       **{k: v for k, v in params.items() if k in READINGS["authors"]}}
 
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)
@@ -176,12 +211,14 @@ class FedHydra(ServerMethod):
             ms = model_stratification(models, ctx.input_shape, c, steps=p["ms_steps"], batch=p["ms_batch"],
                                       nz=p["nz"], ngf=p["ngf"], lr=p["lr_g"], eps=p["eps"], device=dev,
                                       rng=ctx.rng("fedhydra", "ms"), batched=ms_batched,
-                                      progress=ctx.progress)
+                                      progress=ctx.progress, augment=p["ms_augment"],
+                                      augment_rng=lambda k, j: ctx.rng("fedhydra", "ms-augment", k, j))
             U_r, U_c = ms["U_r"].float().to(dev), ms["U_c"].float().to(dev)
             extras = {k: ms[k].tolist() for k in ("U", "U_r", "U_c")}
             extras["trajectory_min_max"] = torch.stack([ms["trajectories"].min(-1).values,
                                                         ms["trajectories"].max(-1).values], -1).tolist()
         scale = float(c) if p["sa_scale"] == "classes" else 1.0
+        kd_aug = p["kd_augment"] if p["kd_augment"] != "auto" else ("crop_flip" if ctx.input_shape[0] == 3 else "flip")
 
         def teach(per_client: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             if p["aggregation"] == "ae":
@@ -191,62 +228,50 @@ class FedHydra(ServerMethod):
         student = ctx.make_global()
         opt = torch.optim.SGD(student.parameters(), lr=p["lr"], momentum=p["momentum"])
         reset_rng, pool_rng = ctx.rng("fedhydra", "reset"), ctx.rng("fedhydra", "pool")
-        draw_rng = ctx.rng("fedhydra", "latent")
-        gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, reset_rng)
-        opt_g = generator_adam(gen.parameters(), p["lr_g"])
+        aug_rng = ctx.rng("fedhydra", "augment")
+        pooled = p["distill_data"] == "pool"
+        synth = Synthesis(make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, reset_rng), p["synthesis_batch"],
+                          p["nz"], c, p["g_steps"], p["lr_g"], dev, reset_rng=reset_rng,
+                          latent_rng=ctx.rng("fedhydra", "latent"), reset_every_epoch=p["generator_reset"] == "epoch",
+                          optimize_z=p["optimize_z"], sort_targets=False, keep_intermediates=not pooled)
         pool = SyntheticPool()
-        b = p["synthesis_batch"]
         last: dict = {}  # the last epoch's final synthetic batch (Fig. 12 shows a few of its images)
 
-        def pooled():
-            for x, yb in pool.batches(b, gen=pool_rng, device=dev):
-                with torch.no_grad():
-                    P = teach(ens(x), yb)
-                yield x, P  # (outside no_grad: a yield inside it would switch gradients off in the caller)
+        def step_loss(x, y):
+            view = augment_batch(x, p["synth_augment"], aug_rng)
+            if p["lambda1"]:
+                per_client, bn = ens.forward_with_bn(view)
+            else:
+                per_client, bn = ens(view), None
+            P = teach(per_client, y)
+            loss = F.cross_entropy(P, y)  # Eq. 13
+            if bn is not None:
+                loss = loss + p["lambda1"] * bn.mean()  # Eq. 14: (1/m) Σ_k Σ_l
+            if p["lambda2"]:
+                loss = loss + p["lambda2"] * adversarial_loss(frozen_forward(student, view), P, T=p["T"],
+                                                              mask=p["ad_mask"])  # Eq. 15
+            return loss, view, P
 
         def epoch(_: int):
-            nonlocal opt_g
-            if p["generator_reset"] == "epoch":
-                reset_generator(gen, reset_rng)
-                opt_g = generator_adam(gen.parameters(), p["lr_g"])
-            z = new_latent(b, p["nz"], dev, draw_rng)
-            y = random_labels(b, c, dev, draw_rng)
             student.eval()
-            gen.train()
-            inter, best = [], BestBatch()
-            for _t in range(p["g_steps"]):
-                x = gen(z)
-                if p["lambda1"]:
-                    per_client, bn = ens.forward_with_bn(x)
-                else:
-                    per_client, bn = ens(x), None
-                P = teach(per_client, y)
-                loss = F.cross_entropy(P, y)  # Eq. 13
-                if bn is not None:
-                    loss = loss + p["lambda1"] * bn.mean()  # Eq. 14: (1/m) Σ_k Σ_l
-                if p["lambda2"]:
-                    s_out = frozen_forward(student, x)
-                    loss = loss + p["lambda2"] * adversarial_loss(s_out, P, T=p["T"], mask=p["ad_mask"])  # Eq. 15
-                inter.append((x.detach(), P.detach()))  # the teacher is fixed: its P is reused for the student
-                best.offer(x, loss)
-                opt_g.zero_grad(set_to_none=True)
-                loss.backward()
-                opt_g.step()
-            last.update(x=inter[-1][0], y=y)
-            if p["distill_data"] == "intermediates":
-                batches = inter
-            else:
-                pool.add(best.x, y)
-                batches = pooled()
-            for x, P in batches:
-                kd_step(student, opt, x, P, T=p["T"], beta=p["beta"])  # Eqs. 17-19
-            return student, {"gen_loss": best.loss}
+            made = synth.run_epoch(step_loss)
+            last.update(x=made.last_x, y=made.y)
+            if pooled:
+                pool.add(made.best_x, made.y)
+                distill_pool(student, opt, pool, p["synthesis_batch"], teacher=lambda x, y: teach(ens(x), y),
+                             device=dev, order_rng=pool_rng, augment=kd_aug, aug_rng=aug_rng, T=p["T"],
+                             beta=p["beta"])
+            else:  # the teacher is fixed: each intermediate's P is reused for the student (Eqs. 17-19)
+                for x, P in made.intermediates:
+                    kd_step(student, opt, x, P, T=p["T"], beta=p["beta"])
+            return student, {"gen_loss": made.best_loss}
 
-        curve = track_epochs(ctx, p["epochs"], epoch, desc="fedhydra")
+        curve = track_epochs(ctx, p["epochs"], epoch, desc="fedhydra", start=student)
         if last:
             extras["synthetic_samples"] = synthetic_samples(last["x"], last["y"], c)
         return ServerResult("classifier", model=student.eval(), curve=curve, extras=extras,
-                            choices={"student_init": "random", "optimize_z": False, "ms_batched_in_force": ms_batched,
+                            choices={"student_init": "random", "ms_batched_in_force": ms_batched,
+                                     "kd_augment_in_force": kd_aug if pooled else "none",
                                      "teacher": "stratified aggregation" if p["aggregation"] == "sa"
                                      else "averaging ensemble (Fig. 7 ablation)"})
 

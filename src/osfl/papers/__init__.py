@@ -11,5 +11,7 @@ PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
         "multiround": ("datasets", "splits", "methods"),
         "localcurve": ("datasets", "split", "epochs", "every"),
         "timing": ("datasets", "runs"),
+        "spread": ("splits", "seeds"),
+        "variants": ("fedhydra_literal", "dense_code"),
     },
 }

@@ -6,13 +6,19 @@ partition, train, server and evaluate stages: ``runs/<method>[-<tag>].json`` (fi
 force, whether the data was a smoke stand-in, FedHydra's MS weights and a few synthetic images under ``extras``),
 ``live/<method>[-<tag>]/plots/metrics/test_acc.tsv`` (the accuracy curve dvclive logged during the run),
 ``partition/summary.json`` and ``clients.json``. Runs recorded before that layout keep ``metrics/*.json``,
-``curves/*.csv`` and ``extras/*.json``, which are read the same way.
+``curves/*.csv`` and ``extras/*.json``, which are read the same way. A curve of the new layout starts at epoch 0 (the
+model before server training); ``acc_best``/``best_epoch`` are over epochs >= 1. Extra seeds of a run (params
+``spread``) are run folders of their own, ``results/<dataset>-<split>-s<seed>/``, laid out the same way.
 
 :func:`render` writes ``reports/``: for every table of the paper ``<id>.tex`` + ``<id>.md`` (each cell
 "ours / paper (Δ)", "—" where we did not run), for every result figure ``<id>.png`` + ``<id>.pdf`` (panels we did
 not run say so), ``runs.md`` (every run: final and best accuracy) and ``README.md`` (each artifact, the command
 that regenerates it, and a verdict for each claim of the paper's text that our runs can test). Our number in a
-table cell is the FINAL-epoch accuracy of one run (seed in params); ``runs.md`` also gives the best epoch.
+table cell is the FINAL-epoch accuracy of one run (seed in params); ``runs.md`` also gives the best epoch. Where
+Table 1/2's run also ran with the seeds of ``spread.seeds``, the cell is ``mean ± std (n=k)`` over the seeds (sample
+std, :mod:`osfl.reporting.spread`), its Δ and the claims use the mean, and a claim says when a difference is within
+the spread (|difference of means| <= the larger of the two stds). The variants of ``variants`` (FedHydra on the
+literal reading of Alg. 1, DENSE with bn = 0) are rows of their own in Tables 1-2, below the paper's rows.
 """
 from __future__ import annotations
 
@@ -28,11 +34,23 @@ import numpy as np
 from ..live import read_curve as read_live_curve
 from ..reporting.figures import bubble_panels, curve_panels, grouped_bar_panels, heatmap, image_rows
 from ..reporting.published import Artifact, load_artifacts, load_published_table, render_comparison
+from ..reporting.spread import format_spread, mean_std, seed_runs, seed_values, spread_note
 
 DATASETS = {"mnist": "MNIST", "fmnist": "FashionMNIST", "svhn": "SVHN", "cifar10": "CIFAR10"}
 METHODS = {"fedavg": "FedAvg", "ot": "OT", "feddf": "FedDF", "dense": "DENSE", "coboost": "Co-Boosting",
            "fedhydra": "FedHydra (ours)"}
 SHORT = {m: label.replace(" (ours)", "") for m, label in METHODS.items()}  # the paper's labels in later tables
+# variants run beside the defaults (params `variants`): result key -> (params key, Table 1/2 row, what it is)
+VARIANTS = {
+    "fedhydra-literal": ("fedhydra_literal", "FedHydra (literal Alg. 1)",
+                         "FedHydra with reading = literal (Alg. 1 as written; run tag literal)"),
+    "dense-bn0": ("dense_code", "DENSE (official code, bn = 0)",
+                  "DENSE with bn = 0, as its official code runs (its BN hooks find no layer; run tag bn0)"),
+}
+# FedHydra's readings of Alg. 1 (src/osfl/methods/fedhydra.py READINGS), as the reports name them
+READING_LABELS = {"authors": "authors (the released loop)", "literal": "literal (Alg. 1 as written)"}
+# a FedHydra record without `choices.reading` was made before the readings existed, when literal was the only one
+UNRECORDED_READING = "literal (Alg. 1 as written; not recorded by the run, made when it was the only reading)"
 ALPHAS = ("0.5", "0.3", "0.1", "0.01")
 ONE_SHOT = ("fedavg", "ot")  # no server epochs: horizontal lines in the curve figures
 COMMAND = "cd papers/fedhydra && dvc repro"
@@ -199,12 +217,19 @@ def expected_results(params: dict) -> dict[str, set[str]]:
 
     datasets = [_interp(d) for d in _items(params.get("datasets"))]
     methods = [_interp(m) for m in _items(params.get("methods"))]
+    variants, spread = sub("variants"), sub("spread")
     for ds in datasets:
         for s in map(_interp, _items(params.get("splits"))):
             # partition, train, evaluate (x methods) and ae
             add(f"{ds}-{s}", "partition", "clients", "fedhydra-ae", *methods)
         for lam in _items(params.get("lambdas")):  # Table 6 rows, always at Dir(0.5)
             add(f"{ds}-dir0.5", f"fedhydra-{_interp(lam['tag'])}")
+        for key, (param, _, _) in VARIANTS.items():  # stages literal and dense_code
+            for s in map(_interp, _items(variants.get(param))):
+                add(f"{ds}-{s}", key)
+        for s in map(_interp, _items(spread.get("splits"))):  # stages spread_clients and spread_server
+            for seed in map(_interp, _items(spread.get("seeds"))):
+                add(f"{ds}-{s}-s{seed}", "partition", "clients", *methods)
     h = sub("hetero")
     for ds in map(_interp, _items(h.get("datasets"))):
         for s in map(_interp, _items(h.get("splits"))):
@@ -243,24 +268,60 @@ def _lam_label(l1: float, l2: float) -> str:
 # tables
 
 
-def table_cells(art: Artifact, runs: dict[str, Run], lambdas: list[dict]) -> dict[tuple[str, str], float]:
-    """Our final accuracies keyed by (row, column) of the published table ``art`` (empty: nothing run)."""
-    ours: dict[tuple[str, str], float] = {}
-    if art.id == "table01":
-        for ds, label in DATASETS.items():
-            for a in ALPHAS:
-                run = runs.get(f"{ds}-dir{a}")
-                for m, row in METHODS.items():
-                    v = run.acc(m) if run else None
-                    if v is not None:
-                        ours[(row, f"{label} alpha={a}")] = v
-    elif art.id == "table02":
-        for ds, label in DATASETS.items():
-            run = runs.get(f"{ds}-2cc")
-            for m, row in METHODS.items():
-                v = run.acc(m) if run else None
+def table_columns(art_id: str) -> list[tuple[str, str]]:
+    """(column label, run name) of Table 1 (``table01``, the Dirichlet splits) or Table 2 (``table02``, 2c/c)."""
+    if art_id == "table01":
+        return [(f"{label} alpha={a}", f"{ds}-dir{a}") for ds, label in DATASETS.items() for a in ALPHAS]
+    if art_id == "table02":
+        return [(label, f"{ds}-2cc") for ds, label in DATASETS.items()]
+    return []
+
+
+def _config(key: str, rec: dict | None):
+    """What the seeds of one number must share: FedHydra's reading (none recorded: literal, the only one then) and
+    DENSE's bn (none recorded: 1, its default)."""
+    choices = (rec or {}).get("choices") or {}
+    base = key.split("-")[0]
+    if base == "fedhydra":
+        return choices.get("reading", "literal")
+    return float(choices.get("bn", 1.0)) if base == "dense" else None
+
+
+def over_seeds(runs: dict[str, Run], name: str, key: str, seeds=(), base_seed=0, which: str = "acc_final",
+               left_out: list[str] | None = None) -> list[float]:
+    """Result ``key`` (its ``which``) of run ``name`` over the seeds that ran (``name`` = seed ``base_seed`` and
+    ``<name>-s<k>`` for ``seeds``: :func:`osfl.reporting.spread.seed_values`), counting only the seeds of the first
+    one's configuration (:func:`_config`); ``<run>/<key>`` of each seed run left out for another goes to
+    ``left_out``."""
+    lo: list = []
+    vals = seed_values(runs, name, lambda r: r.acc(key, which), seeds, base_seed,
+                       same=lambda r: _config(key, r.metrics.get(key)), left_out=lo)
+    if left_out is not None:
+        left_out += [f"{name if k == base_seed else f'{name}-s{k}'}/{key}" for k in lo]
+    return vals
+
+
+def _seed_cell(runs: dict[str, Run], name: str, key: str, seeds=(), base_seed=0, which: str = "acc_final"):
+    """Our number for result ``key`` of run ``name``: the one value (one seed ran), the list of values over the
+    seeds (more than one ran: :func:`over_seeds`), or None (none ran)."""
+    vals = over_seeds(runs, name, key, seeds, base_seed, which)
+    return None if not vals else (vals[0] if len(vals) == 1 else vals)
+
+
+def table_cells(art: Artifact, runs: dict[str, Run], lambdas: list[dict], seeds=(),
+                base_seed=0) -> dict[tuple[str, str], float | list[float]]:
+    """Our final accuracies keyed by (row, column) of the published table ``art`` (empty: nothing run). In Tables 1
+    and 2 a cell whose run also ran with other seeds (``<run>-s<seed>`` for ``seeds``; the run itself is seed
+    ``base_seed``) holds the list of the values over seeds, and the variants (:data:`VARIANTS`) have rows of their
+    own."""
+    ours: dict[tuple[str, str], float | list[float]] = {}
+    if art.id in ("table01", "table02"):
+        rows = {**METHODS, **{key: row for key, (_, row, _) in VARIANTS.items()}}
+        for col, name in table_columns(art.id):
+            for m, row in rows.items():
+                v = _seed_cell(runs, name, m, seeds, base_seed)
                 if v is not None:
-                    ours[(row, label)] = v
+                    ours[(row, col)] = v
     elif art.id in HETERO_TABLES:
         datasets, alphas = HETERO_TABLES[art.id]
         for ds in datasets:
@@ -307,12 +368,82 @@ def table_cells(art: Artifact, runs: dict[str, Run], lambdas: list[dict]) -> dic
     return ours
 
 
-def _note(runs_used: list[Run], profile: str) -> str:
-    parts = [f"Ours: final-epoch accuracy of one run, profile {profile}."]
+def _note(runs_used: list[Run], profile: str, seeds_text: str = "") -> str:
+    parts = [f"Ours: final-epoch accuracy of one run, profile {profile}." if not seeds_text else
+             f"Ours: final-epoch accuracy, profile {profile}: {seeds_text}."]
     stand_in = sorted({r.dataset for r in runs_used if r.stand_in})
     if stand_in:
         parts.append("STAND-IN DATA (generated arrays, not the dataset) for: " + ", ".join(stand_in) + ".")
     return " ".join(parts)
+
+
+def _seeds_text(art_id: str, runs: dict[str, Run], seeds=(), base_seed=0) -> str:
+    """Which columns of Table 1/2 are means over seeds, and over which (empty: one run in every column)."""
+    groups: dict[tuple, list[str]] = {}
+    left_out: list[str] = []
+    for col, name in table_columns(art_id):
+        found = tuple(seed_runs(runs, name, seeds, base_seed))
+        if len(found) > 1:
+            groups.setdefault(found, []).append(col)
+            for key in (*METHODS, *VARIANTS):
+                over_seeds(runs, name, key, seeds, base_seed, left_out=left_out)
+    if not groups:
+        return ""
+    over = "; ".join(f"{len(found)} seeds ({', '.join(map(str, found))}) in {', '.join(cols)}"
+                     for found, cols in groups.items())
+    text = (f"mean ± sample std (ddof = 1) over {over} (seed {base_seed} is the column's run, seed k its run with "
+            f"the suffix -sk; Δ from the mean); one run (seed {base_seed}) in the other columns")
+    if left_out:
+        text += ("; left out of the means, for another FedHydra reading or DENSE bn than the cell's first seed: "
+                 + ", ".join(left_out))
+    return text
+
+
+def _reading(rec: dict) -> str:
+    """The reading of Alg. 1 that produced a FedHydra record (``choices.reading``; none recorded: literal)."""
+    r = (rec.get("choices") or {}).get("reading")
+    return UNRECORDED_READING if r is None else READING_LABELS.get(r, str(r))
+
+
+def _readings_text(found: list[tuple[str, dict]]) -> str:
+    """``"<reading>"`` if every (where, record) pair has the same reading, else ``"<r1> in a, b; <r2> in c"``."""
+    groups: dict[str, list[str]] = {}
+    for where, rec in found:
+        groups.setdefault(_reading(rec), []).append(where)
+    if len(groups) == 1:
+        return next(iter(groups))
+    return "; ".join(f"{r} in {', '.join(dict.fromkeys(w))}" for r, w in groups.items())
+
+
+def _reading_note(art_id: str, runs: dict[str, Run], lambdas: list[dict], seeds=(), base_seed=0) -> str:
+    """Which reading produced the FedHydra numbers of Table 1, 2 (the main row) or 6 (every row)."""
+    found: list[tuple[str, dict]] = []
+    if art_id in ("table01", "table02"):
+        for col, name in table_columns(art_id):  # a cell's seeds share its first seed's reading (over_seeds)
+            recs = [r.metrics["fedhydra"] for r in seed_runs(runs, name, seeds, base_seed).values()
+                    if "fedhydra" in r.metrics]
+            found += [(col, recs[0])] if recs else []
+        who = f"{METHODS['fedhydra']} row"
+    elif art_id == "table06":
+        for ds, label in DATASETS.items():
+            run = runs.get(f"{ds}-dir0.5")
+            keys = ["fedhydra"] + [f"fedhydra-{lam['tag']}" for lam in lambdas]
+            found += [(label, run.metrics[k]) for k in keys if run and k in run.metrics]
+        who = "FedHydra rows"
+    return f"{who}: reading = {_readings_text(found)}." if found else ""
+
+
+def _variants_note(rows: list[str]) -> str:
+    what = [f"{row} = {desc}" for _, row, desc in VARIANTS.values() if row in rows]
+    return ("Rows below the paper's are variants of ours (no paper number): " + "; ".join(what) + ".") if what else ""
+
+
+def _variant_rows(art_id: str, params: dict, ours: dict) -> list[str]:
+    """Table 1/2 rows of the variants that the params run on one of the table's splits, or that have a number."""
+    splits = {name.split("-", 1)[1] for _, name in table_columns(art_id)}
+    variants = params.get("variants") or {}
+    return [row for _, (param, row, _) in VARIANTS.items()
+            if splits & {_interp(s) for s in _items(variants.get(param))} or any(r == row for r, _ in ours)]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -486,54 +617,81 @@ def _best_method(run: Run, methods=tuple(METHODS)) -> tuple[str, float] | None:
     return m, vals[m]
 
 
-def claims(runs: dict[str, Run], splits: list[str], U_r, ms_label: str, lambdas: list[dict]) -> list[dict]:
-    """Each testable claim of the paper's text with our verdict (holds / does not hold / not run)."""
+def claims(runs: dict[str, Run], splits: list[str], U_r, ms_label: str, lambdas: list[dict], seeds=(),
+           base_seed=0) -> list[dict]:
+    """Each testable claim of the paper's text with our verdict (holds / does not hold / not run).
+
+    A number that ran with more than one seed (the run ``<ds>-<split>`` and ``<ds>-<split>-s<k>`` for ``seeds``) is
+    compared by its mean over the seeds and written ``mean ± std (n=k)``. Where such a comparison (the claimed
+    best or worst against its nearest rival, SA against AE) differs by no more than the LARGER of the two sample stds
+    (:func:`osfl.reporting.spread.within_spread`), the verdict keeps its category and gets a ``spread`` entry, e.g.
+    "within the spread in fmnist α=0.5: 1.10 points, std 1.40, n = 3", which README.md shows after the verdict."""
     out = []
 
-    def add(artifact, claim, verdict, evidence):
-        out.append({"artifact": artifact, "claim": claim, "verdict": verdict, "evidence": evidence})
+    def add(artifact, claim, verdict, evidence, spread=()):
+        c = {"artifact": artifact, "claim": claim, "verdict": verdict, "evidence": evidence}
+        notes = [n for n in spread if n]
+        if notes:
+            c["spread"] = "; ".join(notes)
+        out.append(c)
+
+    def vals(name: str, key: str) -> list[float]:
+        return over_seeds(runs, name, key, seeds, base_seed)
+
+    def method_vals(name: str) -> dict[str, list[float]]:
+        return {m: v for m in METHODS if (v := vals(name, m))}
+
+    def mean(v) -> float:
+        return mean_std(v)[0]
 
     for art, split_list, claim in (("table01", [f"dir{a}" for a in ALPHAS],
                                     "FedHydra has the best accuracy in every column (§4.2.1)"),
                                    ("table02", ["2cc"], "FedHydra has the best accuracy on every dataset (§4.2.2)")):
-        checked, failed = 0, []
+        checked, failed, spread = 0, [], []
         for ds in DATASETS:
             for s in split_list:
-                run = runs.get(f"{ds}-{s}")
-                best = _best_method(run) if run else None
-                if best is None or run.acc("fedhydra") is None:
+                v = method_vals(f"{ds}-{s}")
+                if "fedhydra" not in v:
                     continue
                 checked += 1
-                if run.acc("fedhydra") < best[1]:  # a tie counts as best
-                    failed.append(f"{ds} {_split_label(s)}: best {METHODS[best[0]]} {best[1]:.2f} vs FedHydra "
-                                  f"{run.acc('fedhydra'):.2f}")
+                best = max(v, key=lambda m: mean(v[m]))  # the first of equal means; FedHydra is last
+                rivals = [m for m in v if m != "fedhydra"]
+                if rivals:
+                    rival = max(rivals, key=lambda m: mean(v[m]))
+                    spread.append(spread_note(v["fedhydra"], v[rival], f"{ds} {_split_label(s)}"))
+                if mean(v["fedhydra"]) < mean(v[best]):  # a tie counts as best
+                    failed.append(f"{ds} {_split_label(s)}: best {METHODS[best]} {format_spread(v[best])} vs FedHydra "
+                                  f"{format_spread(v['fedhydra'])}")
         verdict = "not run" if not checked else ("holds" if not failed else "does not hold")
-        add(art, claim, verdict, f"{checked} column(s) run; " + ("; ".join(failed) if failed else "no exception"))
+        add(art, claim, verdict, f"{checked} column(s) run; " + ("; ".join(failed) if failed else "no exception"),
+            spread)
 
-    checked, wrong = 0, []
+    checked, wrong, spread = 0, [], []
     for ds in DATASETS:
-        run = runs.get(f"{ds}-2cc")
-        vals = {m: run.acc(m) for m in METHODS if run and run.acc(m) is not None} if run else {}
-        if len(vals) >= 2:
+        v = method_vals(f"{ds}-2cc")
+        if len(v) >= 2:
             checked += 1
-            worst = min(vals, key=vals.get)
+            worst = min(v, key=lambda m: mean(v[m]))
             if worst != "ot":
-                wrong.append(f"{ds}: worst is {METHODS[worst]} ({vals[worst]:.2f})")
+                wrong.append(f"{ds}: worst is {METHODS[worst]} ({format_spread(v[worst])})")
+            if "ot" in v:
+                rival = min((m for m in v if m != "ot"), key=lambda m: mean(v[m]))
+                spread.append(spread_note(v["ot"], v[rival], ds))
     add("table02", "OT performs the worst across all datasets (§4.2.2; already false in the paper's own table)",
-        "not run" if not checked else ("holds" if not wrong else "does not hold"), "; ".join(wrong) or "-")
+        "not run" if not checked else ("holds" if not wrong else "does not hold"), "; ".join(wrong) or "-", spread)
 
-    checked, wins, lines = 0, 0, []
+    checked, wins, lines, spread = 0, 0, [], []
     for ds in DATASETS:
         for s in splits:
-            run = runs.get(f"{ds}-{s}")
-            if run and run.acc("fedhydra") is not None and run.acc("fedhydra-ae") is not None:
+            sa, ae = vals(f"{ds}-{s}", "fedhydra"), vals(f"{ds}-{s}", "fedhydra-ae")
+            if sa and ae:
                 checked += 1
-                sa, ae = run.acc("fedhydra"), run.acc("fedhydra-ae")
-                wins += sa > ae
-                lines.append(f"{ds} {_split_label(s)}: SA {sa:.2f} vs AE {ae:.2f}")
+                wins += mean(sa) > mean(ae)
+                lines.append(f"{ds} {_split_label(s)}: SA {format_spread(sa)} vs AE {format_spread(ae)}")
+                spread.append(spread_note(sa, ae, f"{ds} {_split_label(s)}"))
     add("figure07", "SA consistently outperforms AE (§4.2.2)",
         "not run" if not checked else ("holds" if wins == checked else "does not hold"),
-        f"SA better in {wins}/{checked}: " + "; ".join(lines))
+        f"SA better in {wins}/{checked}: " + "; ".join(lines), spread)
 
     if U_r is None:
         add("figure05", "each client model has MS weight near 1 on its own two classes (§4.2.2)", "not run", "-")
@@ -547,20 +705,21 @@ def claims(runs: dict[str, Run], splits: list[str], U_r, ms_label: str, lambdas:
             f"{[round(float(U_r[c, expected[c]]), 4) for c in range(U_r.shape[0])]} (paper: 0.9594, 0.9797 "
             "for client 1)")
 
-    checked, fails = 0, []
+    checked, fails, spread = 0, [], []
     for ds in DATASETS:
-        run = runs.get(f"{ds}-dir0.5")
-        if run is None or run.acc("fedhydra") is None:
+        fh = vals(f"{ds}-dir0.5", "fedhydra")
+        if not fh:
             continue
-        others = {lam["tag"]: run.acc(f"fedhydra-{lam['tag']}") for lam in lambdas}
-        others = {k: v for k, v in others.items() if v is not None}
+        others = {lam["tag"]: vals(f"{ds}-dir0.5", f"fedhydra-{lam['tag']}") for lam in lambdas}
+        others = {k: v for k, v in others.items() if v}
         if others:
             checked += 1
-            if max(others.values()) > run.acc("fedhydra"):
-                k = max(others, key=others.get)
-                fails.append(f"{ds}: {k} {others[k]:.2f} > (1,1) {run.acc('fedhydra'):.2f}")
+            k = max(others, key=lambda t: mean(others[t]))
+            spread.append(spread_note(fh, others[k], ds))
+            if mean(others[k]) > mean(fh):
+                fails.append(f"{ds}: {k} {format_spread(others[k])} > (1,1) {format_spread(fh)}")
     add("table06", "(λ1, λ2) = (1, 1) gives the best accuracy (§4.2.5)",
-        "not run" if not checked else ("holds" if not fails else "does not hold"), "; ".join(fails) or "-")
+        "not run" if not checked else ("holds" if not fails else "does not hold"), "; ".join(fails) or "-", spread)
 
     for ds, fig in (("fmnist", "figure03"), ("cifar10", "figure04"), ("mnist", "figure10"), ("svhn", "figure11")):
         lines, collapsed = [], 0
@@ -640,6 +799,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     lambdas = list(params.get("lambdas") or [])
     splits = list(params.get("splits") or [])
     profile = params.get("profile", "?")
+    seeds, base_seed = list((params.get("spread") or {}).get("seeds") or []), params.get("seed", 0)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     arts = load_artifacts(published_root)
@@ -648,20 +808,27 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     for art in arts:
         if art.kind != "table":
             continue
-        ours = table_cells(art, runs, lambdas)
+        ours = table_cells(art, runs, lambdas, seeds, base_seed)
         paper = load_published_table(art)
         gaps[art.id] = table_gaps(paper, ours)
         used = [r for r in runs.values() if r.metrics]
         need = NEEDS.get(art.id, "its datasets in `datasets`")
-        note = _note(used, profile) if ours else f"Not run: needs {need} in papers/fedhydra/params.yaml."
+        extra = _variant_rows(art.id, params, ours)
+        note = (_note(used, profile, _seeds_text(art.id, runs, seeds, base_seed)) if ours
+                else f"Not run: needs {need} in papers/fedhydra/params.yaml.")
         if ours and art.id in HETERO_TABLES:
             archs = sorted({", ".join(c["arch"] for c in (r.clients or {}).get("per_client", []))
                             for n, r in runs.items() if n.endswith("-hetero")})
             server = (params.get("hetero") or {}).get("server_model", "?")
             note += f" Clients M1..M5 in force: {'; '.join(archs)}; server: {server} (hetero.server_model)."
-        written += render_comparison(art, ours, out, note=note)
+        for extra_note in (_reading_note(art.id, runs, lambdas, seeds, base_seed), _variants_note(extra)):
+            note += f" {extra_note}" if extra_note else ""
+        written += render_comparison(art, ours, out, note=note, extra_rows=extra)
         total = paper.size
-        status[art.id] = f"{len(ours)} of {total} cells run" if ours else f"paper only (needs {need})"
+        n_paper = sum(1 for r, _ in ours if r in paper.index)
+        n_variant = len(ours) - n_paper
+        status[art.id] = (f"{n_paper} of {total} cells run" + (f", {n_variant} variant cell(s)" if n_variant else "")
+                          if ours else f"paper only (needs {need})")
     paper_runs = load_runs(paper_results_root, keep_paper) if paper_results_root else {}
     if paper_runs:
         written += paper_profile_table(paper_runs, runs, arts, out / "table01_paper_profile")
@@ -678,12 +845,13 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     written += figure_curves("svhn", runs, out / "figure11", "Fig. 11: SVHN, test accuracy vs epoch")
     written += figure_synthetic(runs, prepared_root, out / "figure12")
     written += figure_timing(runs, out / "figure13")
-    verdicts = claims(runs, splits, U_r, ms_label, lambdas)
+    verdicts = claims(runs, splits, U_r, ms_label, lambdas, seeds, base_seed)
     verdicts += row_claims(arts, runs, lambdas) + local_curve_claims(runs)
     if paper_runs:
         verdicts += paper_profile_claims(paper_runs)
     written.append(_write_runs(runs, out / "runs.md", profile))
-    written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale))
+    written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale,
+                                 paper_runs, seeds, base_seed))
     (out / "claims.json").write_text(json.dumps(verdicts, indent=2) + "\n")
     written.append(out / "claims.json")
     if summary is not None:
@@ -694,12 +862,15 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
 
 def table_gaps(paper, ours: dict) -> list[float]:
     """ours − paper (percentage points) for every cell of the published table ``paper`` (its
-    :func:`load_published_table` frame) that we ran and the paper printed a number for."""
+    :func:`load_published_table` frame) that we ran and the paper printed a number for; a cell over several seeds
+    counts with its mean. Rows the paper does not have (our variants) have no gap."""
     out = []
     for (row, col), value in ours.items():
-        p = paper.at[row, col]
-        if value is not None and not np.isnan(value) and not np.isnan(p):
-            out.append(float(value) - float(p))
+        if row not in paper.index:
+            continue
+        p, v = paper.at[row, col], mean_std(value)[0]
+        if not np.isnan(v) and not np.isnan(p):
+            out.append(float(v) - float(p))
     return out
 
 
@@ -797,14 +968,42 @@ def _figure_status(fig: str, runs: dict[str, Run]) -> str:
     return "rendered from the runs present"
 
 
+def _readings_section(runs: dict[str, Run], paper_runs: dict[str, Run]) -> list[str]:
+    """README lines: for every run, its FedHydra results grouped by the reading of Alg. 1 that produced them."""
+    rows = []
+    for prefix, group in (("", runs), ("paper/", paper_runs or {})):
+        for name, run in group.items():
+            by: dict[str, list[str]] = {}
+            for key, rec in sorted(run.metrics.items(), key=lambda kv: (kv[0] != "fedhydra", kv[0])):
+                if key.split("-")[0] == "fedhydra":
+                    by.setdefault(_reading(rec), []).append(f"`{key}`")
+            rows += [f"| {prefix}{name} | {', '.join(keys)} | {r} |" for r, keys in by.items()]
+    if not rows:
+        return []
+    return ["## Which reading produced each FedHydra number", "",
+            "FedHydra's server loop has two readings (`reading`, src/osfl/methods/fedhydra.py `READINGS`): "
+            "**authors**, the first author's released loop (the default), and **literal**, Alg. 1 as written (the "
+            "`FedHydra (literal Alg. 1)` rows of Tables 1-2, run tag `literal`). Each run records its reading under "
+            "`choices.reading`; a run recorded before the readings existed records none and ran the literal reading, "
+            "then the only one. The tables' notes say which reading their FedHydra numbers come from.", "",
+            "| run | FedHydra results | reading |", "|---|---|---|", *rows, ""]
+
+
 def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_label: str,
-                  not_rendered: list[str] = ()) -> Path:
+                  not_rendered: list[str] = (), paper_runs: dict[str, Run] | None = None, seeds=(),
+                  base_seed=0) -> Path:
     ran = sorted({r.dataset for r in runs.values() if r.metrics})
+    spread_runs = sorted(n for n in runs if any(n.endswith(f"-s{k}") for k in seeds) and runs[n].metrics)
     lines = [
         "# FedHydra: reproduced artifacts", "",
         f"Generated by `{COMMAND}` (render stage) from the runs under `results/` (in papers/fedhydra/). Profile: **{profile}**; "
         f"datasets run: {', '.join(ran) or 'none'}. Each table cell reads ours / paper (Δ); ours is the final-epoch "
-        "accuracy of one run (best-epoch numbers in `runs.md`). Regenerate everything with the command above; add a "
+        f"accuracy of one run (seed {base_seed}; best-epoch numbers in `runs.md`), or in Tables 1-2, where the run "
+        "also ran with the seeds of `spread.seeds` (runs `<dataset>-<split>-s<seed>`), mean ± sample std (ddof = 1) "
+        f"over the seeds with their number n, the Δ from the mean (extra-seed runs present: "
+        f"{', '.join(spread_runs) or 'none'}). Curves (test accuracy vs epoch) start at epoch 0, the server model "
+        "before training (runs of the `runs/` + `live/` layout; the older `curves/*.csv` start at epoch 1); best "
+        "accuracy and best epoch are over epochs >= 1. Regenerate everything with the command above; add a "
         "dataset with `dvc exp run -S 'datasets=[mnist,fmnist]'` in papers/fedhydra/.",
         ""]
     if not_rendered:
@@ -829,10 +1028,17 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
     if "table01_paper_profile" in status:
         lines.append(f"| table01_paper_profile | Table 1 at the paper profile | `table01_paper_profile.tex`, "
                      f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/paper/) |")
-    lines += ["", "Figures 1 and 2 are schematics (no data).", "", "## Claims of the paper's text", "",
+    lines += ["", "Figures 1 and 2 are schematics (no data).", ""]
+    lines += _readings_section(runs, paper_runs or {})
+    lines += ["## Claims of the paper's text", "",
+              "A number that ran with more than one seed is compared by its mean and shown as mean ± std (n=k). "
+              "Where the two numbers a verdict turns on (the claimed best or worst and its nearest rival; SA and AE) "
+              "differ by no more than the larger of their two sample standard deviations, the verdict says so: "
+              "\"within the spread\" (the verdict itself is still decided by the means).", "",
               "| artifact | claim | verdict | evidence |", "|---|---|---|---|"]
     for v in verdicts:
-        lines.append(f"| {v['artifact']} | {v['claim']} | **{v['verdict']}** | {v['evidence']} |")
+        spread = f" ({v['spread']})" if v.get("spread") else ""
+        lines.append(f"| {v['artifact']} | {v['claim']} | **{v['verdict']}**{spread} | {v['evidence']} |")
     lines += ["", "SPEC choices in force are recorded per run in `results/<run>/runs/<method>.json` under "
               "`choices`; the ambiguities they resolve are listed in the SPEC (§6)."]
     path.write_text("\n".join(lines) + "\n")

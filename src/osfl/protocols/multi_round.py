@@ -162,7 +162,7 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
         acc = ctx.evaluate(model)
         records.append({"round": t, "test_acc": acc, "server_seconds": server_seconds,
                         "local_seconds": local_seconds, "client_acc_mean": float(np.mean(accs)),
-                        "client_accs": accs, "server_epochs": len(result.curve)})
+                        "client_accs": accs, "server_epochs": result.curve[-1]["epoch"] if result.curve else 0})
         choices = {**method.resolved(profile), **result.choices}
         start = {cfg["model"]: {k: v.detach().clone() for k, v in model.state_dict().items()}}
         bar.set_postfix(acc=f"{acc:.2f}", refresh=False)

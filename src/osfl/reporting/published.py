@@ -23,11 +23,14 @@ Comparisons
     value that is None/NaN, means "not run". Each cell reads ``ours / paper (Δ±d)`` with
     Δ = ours − paper (:func:`osfl.reporting.tables.compare_table`); where ours is missing the cell
     still shows the paper's number, ``— / paper (Δ—)``, and where the paper printed no number it is
-    ``ours / —``. A key naming a row or column that the table does not have raises
-    :class:`osfl.errors.ConfigError` with the allowed labels. The comparison is written as
-    ``<id>.tex`` (booktabs, via :func:`osfl.reporting.tables.latex_table`) and ``<id>.md``
-    (:func:`osfl.reporting.tables.markdown_table`); the caption is ``"<Table n> (paper) vs ours:
-    <paper's caption>"`` followed by the caller's note (e.g. the data and profile used).
+    ``ours / —``. A value may also be a list of numbers, one per seed: with more than one, ours
+    reads ``mean ± std (n=k)`` (sample std, :func:`osfl.reporting.spread.format_spread`) and Δ is
+    taken from the mean. ``extra_rows`` appends rows of our own below the paper's (variants the
+    paper did not run): their paper part is ``—``. A key naming a row or column that the table
+    does not have raises :class:`osfl.errors.ConfigError` with the allowed labels. The comparison
+    is written as ``<id>.tex`` (booktabs, via :func:`osfl.reporting.tables.latex_table`) and
+    ``<id>.md`` (:func:`osfl.reporting.tables.markdown_table`); the caption is ``"<Table n> (paper)
+    vs ours: <paper's caption>"`` followed by the caller's note (e.g. the data and profile used).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import pandas as pd
 import yaml
 
 from osfl.errors import ConfigError
+from osfl.reporting.spread import format_spread, mean_std
 from osfl.reporting.tables import MARKDOWN_NA, compare_table, escape_latex, latex_table, markdown_table
 
 __all__ = [
@@ -214,8 +218,11 @@ def _is_missing(value) -> bool:
     return isinstance(value, numbers.Real) and math.isnan(float(value))
 
 
-def _ours_frame(artifact: Artifact, paper: pd.DataFrame, ours: dict) -> pd.DataFrame:
+def _ours_frame(artifact: Artifact, paper: pd.DataFrame, ours: dict) -> tuple[pd.DataFrame, dict]:
+    """Our numbers (the mean where a value is a list of per-seed numbers) on the paper's labels, and
+    ``{(row, col): the list}`` for the cells with more than one number."""
     frame = pd.DataFrame(float("nan"), index=paper.index.copy(), columns=paper.columns.copy(), dtype=float)
+    spreads: dict = {}
     rows, cols = set(paper.index), set(paper.columns)
     for key, value in ours.items():
         if not (isinstance(key, tuple) and len(key) == 2):
@@ -233,12 +240,17 @@ def _ours_frame(artifact: Artifact, paper: pd.DataFrame, ours: dict) -> pd.DataF
                 f"{artifact.label} has no column {col!r}{_suggest(col, paper.columns)}; "
                 f"allowed: {_shorten(paper.columns)}",
             )
-        if _is_missing(value):
+        values = list(value) if isinstance(value, (list, tuple)) else [value]
+        for v in values:
+            if not _is_missing(v) and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
+                raise ConfigError(f"{artifact.id}.ours", f"value for ({row!r}, {col!r}) is not a number: {value!r}")
+        values = [float(v) for v in values if not _is_missing(v)]
+        if not values:
             continue
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ConfigError(f"{artifact.id}.ours", f"value for ({row!r}, {col!r}) is not a number: {value!r}")
-        frame.loc[row, col] = float(value)
-    return frame
+        frame.loc[row, col] = mean_std(values)[0]
+        if len(values) > 1:
+            spreads[(row, col)] = values
+    return frame, spreads
 
 
 def _latex_text(text: str) -> str:
@@ -258,21 +270,24 @@ def _latex_text(text: str) -> str:
 
 def render_comparison(
     artifact: Artifact,
-    ours: dict[tuple[str, str], float],
+    ours: dict[tuple[str, str], float | list[float]],
     out_dir: Path,
     note: str = "",
     *,
     precision: int = 2,
+    extra_rows: tuple[str, ...] | list[str] = (),
 ) -> list[Path]:
     """Write ``<out_dir>/<id>.tex`` and ``<out_dir>/<id>.md``: our numbers next to the paper's.
 
     Args:
         artifact: a table artifact from :func:`load_artifacts`.
         ours: ``{(row label, column label): our number}``; labels exactly as in
-            :func:`load_published_table`. Absent keys and None/NaN values are "not run".
+            :func:`load_published_table`. Absent keys and None/NaN values are "not run". A list
+            of numbers (one per seed) is shown as ``mean ± std (n=k)`` when it has more than one.
         out_dir: created if needed.
         note: appended to the caption, e.g. ``"Stand-in data at smoke profile."``.
         precision: decimals shown for every number and difference.
+        extra_rows: row labels of our own, appended below the paper's rows (no paper number).
 
     Returns:
         ``[tex_path, md_path]``.
@@ -281,7 +296,11 @@ def render_comparison(
         ConfigError: a key names a row or column that the table lacks, or a value is not a number.
     """
     paper = load_published_table(artifact)
-    ours_df = _ours_frame(artifact, paper, ours)
+    extra = [r for r in dict.fromkeys(extra_rows) if r not in set(paper.index)]
+    if extra:
+        blank = pd.DataFrame(float("nan"), index=pd.Index(extra, dtype=object), columns=paper.columns.copy())
+        paper = pd.concat([paper, blank]).rename_axis(paper.index.name)
+    ours_df, spreads = _ours_frame(artifact, paper, ours)
     cells = compare_table(ours_df, paper, precision=precision)
     # compare_table leaves a bare "—" where ours is missing; keep the paper's number visible there.
     for i in range(cells.shape[0]):
@@ -289,6 +308,10 @@ def render_comparison(
             p = paper.iat[i, j]
             if _is_missing(ours_df.iat[i, j]) and not _is_missing(p):
                 cells.iat[i, j] = f"{MARKDOWN_NA} / {p:.{precision}f} (\u0394{MARKDOWN_NA})"
+            values = spreads.get((paper.index[i], paper.columns[j]))
+            if values is not None:  # "mean / paper (Δ)" -> "mean ± std (n=k) / paper (Δ)"
+                mean_text = f"{ours_df.iat[i, j]:.{precision}f}"
+                cells.iat[i, j] = format_spread(values, precision) + cells.iat[i, j][len(mean_text):]
 
     caption = f"{artifact.label} (paper) vs ours: {artifact.caption}".strip()
     if note and note.strip():
@@ -297,6 +320,9 @@ def render_comparison(
         "Each cell: ours / paper (\u0394 = ours \u2212 paper); "
         f"{MARKDOWN_NA} = not run or not reported."
     )
+    if spreads:
+        legend += (" Ours as mean \u00b1 std (n=k): the mean and sample standard deviation (ddof = 1) over k seeds;"
+                   " \u0394 from the mean.")
     column_format = "l" + "r" * cells.shape[1]
     tex = latex_table(
         cells,

@@ -45,7 +45,8 @@ def _run(args) -> None:
         raise RuntimeError(f"{name}: saved model gives {final:.4f}% but the server logged {live['final']:.4f}% "
                            f"({live_dir}); the checkpoint does not match the run")
     epochs, accs = read_curve(live_dir)
-    best = max(range(len(accs)), key=lambda i: accs[i])
+    trained = [i for i, e in enumerate(epochs) if e > 0] or list(range(len(epochs)))  # epoch 0: before training
+    best = max(trained, key=lambda i: accs[i])
     # the run's record: its numbers (as logged live) and what produced them; not a DVC metric (dvc exp show shows
     # the live summary's final/best/epoch per method), read by reports and kept with the results in git
     record = {"method": args.method, "tag": args.tag, "acc_final": final, "acc_best": live["best"],

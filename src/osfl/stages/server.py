@@ -71,6 +71,7 @@ def _run(args) -> None:
         final = ctx.evaluate(result.model if result.kind == "classifier"
                              else uploads_ensemble(uploads, result.members, result.weights, device))
     live.end(final)
+    epochs = result.curve[-1]["epoch"] if result.curve else 0  # server epochs (the curve starts at epoch 0)
 
     out = paths.global_model(name)
     if out.exists():
@@ -81,7 +82,7 @@ def _run(args) -> None:
         "input_shape": list(spec.shape),
         "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
         "choices": {**method.resolved(profile), **result.choices},
-        "epochs": len(result.curve), "members": result.members, "weights": result.weights, "extras": result.extras,
+        "epochs": epochs, "members": result.members, "weights": result.weights, "extras": result.extras,
         "clients_dir": str(paths.clients), "seconds": seconds, "runtime": {**device_info(device), **accel.in_force(device)},
     }
     if result.kind == "classifier":
@@ -90,7 +91,7 @@ def _run(args) -> None:
     elif result.kind != "ensemble":
         raise ValueError(f"method {args.method} returned unknown result kind {result.kind!r}")
     write_json(out / "manifest.json", manifest)
-    print(f"{name}: final {final:.2f}%, best {live.best:.2f}% over {len(result.curve)} server epochs")
+    print(f"{name}: final {final:.2f}%, best {live.best if live.best is not None else final:.2f}% over {epochs} server epochs")
     print(f"{name}: {result.kind} written to {out} in {seconds:.1f} s")
 
 

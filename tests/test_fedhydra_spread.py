@@ -1,0 +1,236 @@
+"""FedHydra's report over seeds and variants: mean ± std cells, variant rows, readings, spread in the claim verdicts.
+
+Made-up run folders: the seed-0 run in the layout before runs/ + live/ (as the committed results are), its extra
+seeds (``<run>-s<k>``) and the variants in the runs/ + live/ layout, so both loaders feed one table cell.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import compile_latex
+from test_fedhydra_claims import run as made_up_run
+from test_fedhydra_claims import verdicts
+from test_fedhydra_current import PIPE, _write_run, committed_params
+
+from osfl.papers import fedhydra as fh
+from osfl.reporting.published import get_artifact, render_comparison
+from osfl.reporting.spread import format_spread, mean_std, spread_note, within_spread
+
+TABLE1 = ("table01", "FedHydra has the best ac")
+SA_AE = ("figure07", "SA consistently outperfo")
+
+
+def write_live_run(root: Path, run: str, accs: dict[str, float], reading: str | None = "authors") -> None:
+    """A run folder in the runs/ + live/ layout: runs/<key>.json and a curve from epoch 0 for each result."""
+    d = root / run
+    (d / "runs").mkdir(parents=True, exist_ok=True)
+    for key, acc in accs.items():
+        method, _, tag = key.partition("-")
+        choices = {"reading": reading} if method == "fedhydra" and reading else {}
+        if key == "fedhydra-literal":
+            choices = {"reading": "literal"}
+        if method == "dense":
+            choices = {"bn": 0.0 if tag == "bn0" else 1.0}
+        rec = {"acc_best": acc + 1.0, "acc_final": acc, "best_epoch": 2, "choices": choices, "epochs": 2,
+               "method": method, "server_seconds": 1.5, "stand_in_data": False, "tag": tag, "test_samples": 10000,
+               "extras": {}}
+        (d / "runs" / f"{key}.json").write_text(json.dumps(rec, indent=2) + "\n")
+        live = d / "live" / key / "plots" / "metrics"
+        live.mkdir(parents=True, exist_ok=True)
+        rows = "0\t%.4f\n" % acc if method in fh.ONE_SHOT else "0\t10.0000\n1\t%.4f\n2\t%.4f\n" % (acc + 1.0, acc)
+        (live / "test_acc.tsv").write_text("step\ttest_acc\n" + rows)
+    (d / "partition").mkdir(exist_ok=True)
+    counts = [[100 if c // 2 == k else 0 for c in range(10)] for k in range(5)]
+    (d / "partition" / "summary.json").write_text(json.dumps({"class_counts": counts, "num_clients": 5}) + "\n")
+    (d / "clients.json").write_text(json.dumps({"local_acc_max": 50.0, "local_acc_mean": 40.0,
+                                                "local_acc_min": 30.0}) + "\n")
+
+
+def spread_params(repo_root: Path) -> dict:
+    p = committed_params(repo_root)
+    p.update(splits=["dir0.5", "dir0.3"], methods=["fedavg", "dense", "fedhydra"], lambdas=[], paper_columns={},
+             spread={"splits": ["dir0.5"], "seeds": [1, 2]},
+             variants={"fedhydra_literal": ["dir0.5"], "dense_code": ["dir0.5"]})
+    return p
+
+
+@pytest.fixture
+def rendered(repo_root, tmp_path):
+    """Render three seeds of fmnist-dir0.5 (seed 0 in the old layout, which recorded no reading nor bn: literal and
+    bn 1, as its seeds 1 and 2 record them) and one seed of fmnist-dir0.3 (the authors' reading)."""
+    results = tmp_path / "results"
+    _write_run(results, "fmnist-dir0.5", {"fedavg": 61.0, "dense": 57.45, "fedhydra": 50.0, "fedhydra-ae": 45.0})
+    write_live_run(results, "fmnist-dir0.5", {"fedhydra-literal": 40.0, "dense-bn0": 55.0})
+    write_live_run(results, "fmnist-dir0.5-s1", {"fedavg": 62.0, "dense": 58.65, "fedhydra": 52.0}, "literal")
+    write_live_run(results, "fmnist-dir0.5-s2", {"fedavg": 63.0, "dense": 59.85, "fedhydra": 54.0}, "literal")
+    write_live_run(results, "fmnist-dir0.3", {"fedavg": 63.92, "dense": 50.0, "fedhydra": 49.0, "fedhydra-ae": 40.0},
+                   "authors")
+    out = tmp_path / "out"
+    summary = tmp_path / "summary.json"
+    fh.render(spread_params(repo_root), results, tmp_path / "no-prepared-data", out, summary=summary,
+              published_root=str(repo_root / PIPE / "published"))
+    return out, summary
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the generic pieces (osfl.reporting.spread, render_comparison)
+
+
+def test_mean_std_is_the_sample_std():
+    mean, std, n = mean_std([57.45, 58.65, 59.85])
+    assert n == 3 and math.isclose(mean, 58.65) and math.isclose(std, 1.2)
+    assert format_spread([57.45, 58.65, 59.85]) == "58.65 ± 1.20 (n=3)"
+    assert format_spread([58.65]) == format_spread(58.65) == "58.65"  # one seed: the plain number
+    assert format_spread([]) == "—" and math.isnan(mean_std([1.0])[1])
+
+
+def test_within_the_spread_uses_the_larger_std():
+    a, b = [69.0, 70.0, 71.0], [70.5, 70.5, 70.5]  # stds 1.0 and 0.0, means 70.0 and 70.5
+    assert within_spread(a, b) == pytest.approx((0.5, 1.0))
+    assert spread_note(a, b) == "within the spread: 0.50 points, std 1.00, n = 3"
+    assert spread_note(a, 70.5, "x") == "within the spread in x: 0.50 points, std 1.00, n = 3 and 1"
+    assert within_spread(a, [72.5, 72.5]) is None  # 2.5 points > std 1.0
+    assert within_spread(70.0, 70.5) is None  # one seed each: no spread to speak of
+
+
+def test_render_comparison_cells_with_seeds_and_extra_rows(tmp_path):
+    art = get_artifact("table01")
+    ours = {("DENSE", "FashionMNIST alpha=0.5"): [57.45, 58.65, 59.85],
+            ("FedAvg", "FashionMNIST alpha=0.5"): [61.0],
+            ("OT", "FashionMNIST alpha=0.5"): 61.0,
+            ("Mine", "FashionMNIST alpha=0.5"): 40.0}
+    tex, md = render_comparison(art, ours, tmp_path, extra_rows=["Mine"])
+    text = md.read_text()
+    assert "| 58.65 ± 1.20 (n=3) / 74.20 (Δ-15.55) |" in text  # Δ from the mean
+    assert "| 61.00 / 75.76 (Δ-14.76) |" in text and "| 61.00 / 74.88 (Δ-13.88) |" in text
+    assert "| Mine | — |" in text and "| 40.00 / — |" in text and text.index("| FedHydra (ours) |") < text.index("| Mine |")
+    assert "sample standard deviation (ddof = 1)" in text
+    assert "58.65 $\\pm$ 1.20 (n=3) / 74.20 ($\\Delta$-15.55)" in tex.read_text()
+
+
+# --------------------------------------------------------------------------------------------------------------
+# the rendered report
+
+
+def test_table1_cells_over_three_seeds(rendered):
+    out, summary = rendered
+    md, tex = (out / "table01.md").read_text(), (out / "table01.tex").read_text()
+    assert "58.65 ± 1.20 (n=3) / 74.20 (Δ-15.55)" in md  # DENSE, FashionMNIST α = 0.5
+    assert "62.00 ± 1.00 (n=3) / 75.76 (Δ-13.76)" in md  # FedAvg
+    assert "52.00 ± 2.00 (n=3) / 77.20 (Δ-25.20)" in md  # FedHydra
+    assert "58.65 $\\pm$ 1.20 (n=3) / 74.20 ($\\Delta$-15.55)" in tex
+    assert "3 seeds (0, 1, 2) in FashionMNIST alpha=0.5" in md and "one run (seed 0) in the other columns" in md
+    # the summary's gap is the mean's: α = 0.5 (-13.76, -15.55, -25.20) and α = 0.3 (-10.89, -22.79, -27.39)
+    gaps = [-13.76, -15.55, -25.20, 63.92 - 74.81, 50.0 - 72.79, 49.0 - 76.39]
+    assert json.loads(summary.read_text())["tables"]["table01"]["mean_gap"] == pytest.approx(sum(gaps) / 6, abs=1e-3)
+
+
+def test_tables_with_seeds_and_variants_compile(rendered, tmp_path):
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed")
+    out, _ = rendered
+    folder = tmp_path / "latex"
+    folder.mkdir()
+    compile_latex([(out / f"{t}.tex").read_text() for t in ("table01", "table02", "table06")], folder)
+
+
+def test_a_single_seed_cell_is_unchanged(rendered):
+    out, _ = rendered
+    md = (out / "table01.md").read_text()
+    assert "| 63.92 / 74.81 (Δ-10.89) |" in md  # FedAvg, α = 0.3: one run
+    assert "63.92 ±" not in md
+
+
+def test_variants_have_rows_of_their_own(rendered):
+    out, _ = rendered
+    md = (out / "table01.md").read_text()
+    literal = next(ln for ln in md.splitlines() if ln.startswith("| FedHydra (literal Alg. 1) |"))
+    dense0 = next(ln for ln in md.splitlines() if ln.startswith("| DENSE (official code, bn = 0) |"))
+    assert "40.00 / —" in literal and "55.00 / —" in dense0
+    assert "Rows below the paper's are variants of ours" in md
+    assert "FedHydra (literal Alg. 1)" in (out / "table01.tex").read_text()
+    assert "FedHydra (literal Alg. 1)" not in (out / "table02.md").read_text()  # not run on 2c/c here
+    assert "2 variant cell(s)" in (out / "README.md").read_text()
+
+
+def test_readings_are_reported(rendered):
+    out, _ = rendered
+    md, readme = (out / "table01.md").read_text(), (out / "README.md").read_text()
+    assert ("FedHydra (ours) row: reading = literal (Alg. 1 as written; not recorded by the run, made when it was "
+            "the only reading) in FashionMNIST alpha=0.5; authors (the released loop) in FashionMNIST alpha=0.3.") in md
+    assert "## Which reading produced each FedHydra number" in readme
+    assert "| fmnist-dir0.3 | `fedhydra`, `fedhydra-ae` | authors (the released loop) |" in readme
+    assert "| fmnist-dir0.5 | `fedhydra`, `fedhydra-ae` | literal (Alg. 1 as written; not recorded" in readme
+    assert "| fmnist-dir0.5 | `fedhydra-literal` | literal (Alg. 1 as written) |" in readme
+    assert "| fmnist-dir0.5-s1 | `fedhydra` | literal (Alg. 1 as written) |" in readme
+    assert "start at epoch 0" in readme
+    runs_md = (out / "runs.md").read_text()
+    assert "| fmnist-dir0.5-s2 | dense | 59.85 |" in runs_md and "| fmnist-dir0.5-s1 | fedhydra | 52.00 |" in runs_md
+
+
+def test_seeds_of_another_reading_are_left_out_of_the_mean():
+    runs = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"fedhydra": 50.0, "dense": 57.0}),  # no reading: literal
+            "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"fedhydra": 70.0, "dense": 58.0}),
+            "fmnist-dir0.5-s2": made_up_run("fmnist-dir0.5-s2", {"fedhydra": 52.0, "dense": 59.0})}
+    runs["fmnist-dir0.5-s1"].metrics["fedhydra"]["choices"] = {"reading": "authors"}
+    runs["fmnist-dir0.5-s2"].metrics["fedhydra"]["choices"] = {"reading": "literal"}
+    runs["fmnist-dir0.5-s2"].metrics["dense"]["choices"] = {"bn": 0.0}
+    left: list[str] = []
+    assert fh.over_seeds(runs, "fmnist-dir0.5", "fedhydra", [1, 2], left_out=left) == [50.0, 52.0]
+    assert fh.over_seeds(runs, "fmnist-dir0.5", "dense", [1, 2], left_out=left) == [57.0, 58.0]
+    assert left == ["fmnist-dir0.5-s1/fedhydra", "fmnist-dir0.5-s2/dense"]
+    note = fh._seeds_text("table01", runs, [1, 2])
+    assert "3 seeds (0, 1, 2) in FashionMNIST alpha=0.5" in note
+    assert "left out of the means" in note and "fmnist-dir0.5-s1/fedhydra" in note
+
+
+def test_expected_results_contain_the_spread_runs_and_variants(repo_root):
+    exp = fh.expected_results(spread_params(repo_root))
+    assert exp["fmnist-dir0.5-s1"] == exp["fmnist-dir0.5-s2"] == {"partition", "clients", "fedavg", "dense", "fedhydra"}
+    assert "fmnist-dir0.3-s1" not in exp  # spread.splits is dir0.5 only
+    assert {"fedhydra-literal", "dense-bn0"} <= exp["fmnist-dir0.5"]
+    assert not {"fedhydra-literal", "dense-bn0"} & exp["fmnist-dir0.3"]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# claim verdicts
+
+
+def test_claim_within_the_spread_is_said():
+    runs = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"dense": 70.5, "fedhydra": 68.8}),
+            "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"dense": 70.5, "fedhydra": 70.0}),
+            "fmnist-dir0.5-s2": made_up_run("fmnist-dir0.5-s2", {"dense": 70.5, "fedhydra": 71.2})}
+    (c,) = [c for c in fh.claims(runs, ["dir0.5"], None, "-", [], seeds=[1, 2]) if c["artifact"] == "table01"]
+    # FedHydra 70.00 ± 1.20 < DENSE 70.50: does not hold, but by 0.5 points, within FedHydra's std of 1.2
+    assert c["verdict"] == "does not hold"
+    assert c["spread"] == "within the spread in fmnist α=0.5: 0.50 points, std 1.20, n = 3"
+    assert "best DENSE 70.50 ± 0.00 (n=3) vs FedHydra 70.00 ± 1.20 (n=3)" in c["evidence"]
+    # the same runs without the extra seeds: one run each, no spread to speak of
+    (c1,) = [c for c in fh.claims(runs, ["dir0.5"], None, "-", []) if c["artifact"] == "table01"]
+    assert c1["verdict"] == "does not hold" and "spread" not in c1 and "DENSE 70.50 vs FedHydra 68.80" in c1["evidence"]
+
+
+def test_claim_outside_the_spread_says_nothing_of_it():
+    runs = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"dense": 60.0, "fedhydra": 69.0}),
+            "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"dense": 61.0, "fedhydra": 70.0}),
+            "fmnist-dir0.5-s2": made_up_run("fmnist-dir0.5-s2", {"dense": 62.0, "fedhydra": 71.0})}
+    v = {(c["artifact"], c["claim"][:24]): c for c in fh.claims(runs, ["dir0.5"], None, "-", [], seeds=[1, 2])}
+    assert v[TABLE1]["verdict"] == "holds" and "spread" not in v[TABLE1]  # 9 points apart, stds 1.0
+
+
+def test_sa_ae_claim_with_seeds_and_the_readme(repo_root, tmp_path):
+    runs = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"fedhydra": 69.0, "fedhydra-ae": 69.5}),
+            "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"fedhydra": 71.0})}
+    v = {(c["artifact"], c["claim"][:24]): c for c in fh.claims(runs, ["dir0.5"], None, "-", [], seeds=[1])}
+    c = v[SA_AE]  # SA 70.00 ± 1.41 (n=2) vs AE 69.50: SA better, by 0.5 points
+    assert c["verdict"] == "holds" and "SA 70.00 ± 1.41 (n=2) vs AE 69.50" in c["evidence"]
+    assert c["spread"] == "within the spread in fmnist α=0.5: 0.50 points, std 1.41, n = 2 and 1"
+    assert verdicts(runs)[SA_AE][0] == "does not hold"  # seed 0 alone: SA 69.0 < AE 69.5
+    readme = tmp_path / "README.md"
+    fh._write_readme([], {}, [c], runs, readme, "quick", "", seeds=[1])
+    assert "| **holds** (within the spread in fmnist α=0.5: 0.50 points, std 1.41, n = 2 and 1) |" in readme.read_text()
+    assert "larger of their two sample standard deviations" in readme.read_text()
