@@ -56,8 +56,8 @@ def test_repro_writes_report_metrics_and_models(smoke_repo):
         assert 0.0 <= m["acc_final"] <= 100.0
         epochs, accs = read_curve(work / "results" / "main" / "live" / name)  # the files dvclive wrote
         if name in TRAINED:  # smoke: 200 server epochs x 0.01; the curve's best is the recorded best
-            assert len(accs) == m["epochs"] == 2 and epochs == [1, 2], name
-            assert max(accs) == pytest.approx(m["acc_best"], abs=1e-4), name
+            assert m["epochs"] == 2 and epochs == [0, 1, 2], name  # epoch 0: before server training
+            assert max(accs[1:]) == pytest.approx(m["acc_best"], abs=1e-4), name
             assert accs[-1] == pytest.approx(m["acc_final"], abs=1e-4), name
         else:  # no server training: one point (epoch 0), and best = final
             assert accs == [pytest.approx(m["acc_final"], abs=1e-4)] and m["acc_best"] == m["acc_final"], name
@@ -105,7 +105,7 @@ def exp_metrics(work: Path) -> dict:
         data = rev.get("data") or {}
         accs = {}
         for f, v in (data.get("metrics") or {}).items():  # results/main/live/<method>/metrics.json
-            if f.startswith("results/main/live/") and "data" in v:
+            if f.startswith("results/main/live/") and not f.startswith("results/main/live/clients/") and "data" in v:
                 accs.update(v["data"])
         params = (data.get("params") or {}).get("params.yaml", {}).get("data", {})
         found[rev.get("name") or rev.get("rev")] = (params, accs)
