@@ -92,8 +92,7 @@ class LiveRun:
         if not self.logged:  # no server epochs: one point at epoch 0, no epoch count in the summary
             self.epoch({"epoch": 0, "test_acc": final})
             del self._live.summary[self.name]["epoch"]
-            self._live.make_summary()
-        self._live.end()
+        self._live.end()  # writes the summary
 
 
 def read_summary(folder: str | Path, name: str) -> dict:

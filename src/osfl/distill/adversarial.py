@@ -8,7 +8,7 @@ One server epoch is two halves:
   (betas 0.5/0.999) on a loss the method supplies. The method's loss sees the generated batch and returns the loss,
   the view the teacher saw and the teacher's logits; the loop keeps the lowest-loss batch (what goes to DENSE's
   pool) and, when asked, every intermediate (view, teacher logits) pair (FedHydra's literal AMBIG-4 reading).
-* :func:`distill_pool` (model distillation): one pass over the whole synthetic pool in shuffled batches, each batch
+* :func:`distill_pool` (model distillation, pool batches augmented as :func:`kd_augmentation` resolves): one pass over the whole synthetic pool in shuffled batches, each batch
   augmented, labelled by the method's teacher (which may read the pool's stored targets, as FedHydra's SA does) and
   used for one :func:`~osfl.distill.synthesis.kd_step`.
 
@@ -59,7 +59,7 @@ class Synthesis:
     grad_clip: float | None = None  # clip the generator's gradient norm (Co-Boosting: 10)
     _opt_g: torch.optim.Optimizer | None = field(default=None, init=False, repr=False)
 
-    def run_epoch(self, step_loss: StepLoss, before_step: Callable[[], None] | None = None) -> EpochBatch:
+    def run_epoch(self, step_loss: StepLoss) -> EpochBatch:
         """One epoch of generator training; ``step_loss`` as :data:`StepLoss`."""
         if self.reset_every_epoch:
             reset_generator(self.gen, self.reset_rng)
@@ -77,8 +77,6 @@ class Synthesis:
         self.gen.train()
         best, inter, x = BestBatch(), [], None
         for _ in range(self.g_steps):
-            if before_step is not None:
-                before_step()
             x = self.gen(z)
             loss, view, t_out = step_loss(x, y)
             if self.keep_intermediates:
@@ -94,6 +92,14 @@ class Synthesis:
             if opt_z is not None:
                 opt_z.step()
         return EpochBatch(best.x, best.loss, y, x.detach(), inter)
+
+
+def kd_augmentation(name: str, input_shape: tuple[int, int, int]) -> str:
+    """The augmentation of pool batches before distillation: ``auto`` = DENSE's KD transform (crop+flip for
+    3-channel images, flip for grey ones); any other name as given."""
+    if name != "auto":
+        return name
+    return "crop_flip" if input_shape[0] == 3 else "flip"
 
 
 def distill_pool(student: torch.nn.Module, opt: torch.optim.Optimizer, pool: SyntheticPool, batch: int, *,

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from ..clients.augment import augment_batch
 from ..distill import (Synthesis, SyntheticPool, adversarial_loss, distill_pool, frozen_forward,
-                       make_generator)
+                       kd_augmentation, make_generator)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, client_weights, track_epochs
 
@@ -55,7 +55,7 @@ class Dense(ServerMethod):
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)
         dev, shape = ctx.device, ctx.input_shape
-        kd_aug = p["kd_augment"] if p["kd_augment"] != "auto" else ("crop_flip" if shape[0] == 3 else "flip")
+        kd_aug = kd_augmentation(p["kd_augment"], shape)
         teacher = ctx.teacher(ctx.client_models(), client_weights(ctx, p["weighting"]))
         student = ctx.make_global()
         opt = torch.optim.SGD(student.parameters(), lr=p["lr"], momentum=p["momentum"])

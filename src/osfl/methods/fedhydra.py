@@ -56,7 +56,7 @@ from tqdm.auto import tqdm
 
 from ..clients.augment import augment_batch
 from ..distill import (Synthesis, SyntheticPool, adversarial_loss, distill_pool, frozen_forward, generator_adam,
-                       kd_step, make_generator, reset_generator, stratified_aggregate)
+                       kd_augmentation, kd_step, make_generator, reset_generator, stratified_aggregate)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
 
@@ -156,8 +156,11 @@ def model_stratification(models: list[torch.nn.Module], input_shape, num_classes
     for k, model in enumerate(tqdm(models, desc="fedhydra MS", disable=not progress, mininterval=1.0)):
         model.eval()
         states, zs = _ms_generators(gen, rng, num_classes, batch, nz)
-        rngs = [augment_rng(k, j) for j in range(num_classes)] if augment != "none" else []
-        view = (lambda x, j: augment_batch(x, augment, rngs[j])) if augment != "none" else (lambda x, j: x)
+        rngs = None if augment == "none" else [augment_rng(k, j) for j in range(num_classes)]
+
+        def view(x, j, rngs=rngs):  # what client k sees of class j's batch
+            return x if rngs is None else augment_batch(x, augment, rngs[j])
+
         traj[k] = run_client(model, gen, states, zs, steps, lr, device, view)
     U = guidance_capability(traj, eps).T.contiguous()  # (c, m): U[j, k] = u_{k,j}
     return {"trajectories": traj, "U": U, "U_r": normalise(U, 1), "U_c": normalise(U, 0)}
@@ -218,7 +221,7 @@ class FedHydra(ServerMethod):
             extras["trajectory_min_max"] = torch.stack([ms["trajectories"].min(-1).values,
                                                         ms["trajectories"].max(-1).values], -1).tolist()
         scale = float(c) if p["sa_scale"] == "classes" else 1.0
-        kd_aug = p["kd_augment"] if p["kd_augment"] != "auto" else ("crop_flip" if ctx.input_shape[0] == 3 else "flip")
+        kd_aug = kd_augmentation(p["kd_augment"], ctx.input_shape)
 
         def teach(per_client: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             if p["aggregation"] == "ae":

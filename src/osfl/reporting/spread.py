@@ -12,6 +12,7 @@ standard deviations (a single run counts as std 0). It is a description of seed 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -65,12 +66,9 @@ def values_of(value) -> list[float]:
 def mean_std(values) -> tuple[float, float, int]:
     """(mean, sample std with ddof = 1, n) of ``values`` (:func:`values_of`); std NaN for n < 2, mean NaN for n = 0."""
     v = values_of(values)
-    n = len(v)
-    if n == 0:
+    if not v:
         return math.nan, math.nan, 0
-    mean = math.fsum(v) / n
-    std = math.sqrt(math.fsum((x - mean) ** 2 for x in v) / (n - 1)) if n > 1 else math.nan
-    return mean, std, n
+    return statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else math.nan, len(v)
 
 
 def format_spread(values, precision: int = 2) -> str:
