@@ -241,7 +241,7 @@ def test_feddf_aux_data_offline(tmp_path, monkeypatch, profile, stand_in):
 def test_fedhydra_readings_differ_only_in_their_named_choices(tmp_path):
     """The authors' loop (default) and Alg. 1 read literally differ only in the choices READINGS names: the
     default run with the literal values of those choices set one by one is the literal run, bit for bit."""
-    from osfl.methods.fedhydra import READINGS, FedHydra
+    from osfl.methods.fedhydra import READINGS, FedHydra, colour_view
 
     assert set(READINGS["authors"]) == set(READINGS["literal"]) == {
         "distill_data", "generator_reset", "optimize_z", "ad_mask", "synth_augment", "ms_augment", "kd_augment"}
@@ -255,7 +255,13 @@ def test_fedhydra_readings_differ_only_in_their_named_choices(tmp_path):
     assert all(torch.equal(a, b) for a, b in zip(literal.model.state_dict().values(),
                                                 by_choice.model.state_dict().values()))
     assert literal.extras["trajectory_min_max"] == by_choice.extras["trajectory_min_max"]
-    assert authors.extras["trajectory_min_max"] != literal.extras["trajectory_min_max"]  # MS sees the views
+    # grey images: the authors' views resolve to none, so MS is the literal one; colour images get crop+flip
+    assert authors.extras["trajectory_min_max"] == literal.extras["trajectory_min_max"]
+    assert authors.choices["views_in_force"] == {"synth": "none", "ms": "none", "kd": "none"}
+    assert literal.choices["views_in_force"] == {"synth": "none", "ms": "none", "kd": "none"}
+    assert authors.curve != literal.curve
+    assert [colour_view("colour", s) for s in ((3, 32, 32), (1, 28, 28))] == ["crop_flip", "none"]
+    assert colour_view("flip", (1, 28, 28)) == "flip"
     # a choice given on its own overrides its reading's value
     assert FedHydra(reading="literal", distill_data="pool").params["distill_data"] == "pool"
 
