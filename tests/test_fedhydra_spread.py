@@ -161,9 +161,9 @@ def test_readings_are_reported(rendered):
     out, _ = rendered
     md, readme = (out / "table01.md").read_text(), (out / "README.md").read_text()
     assert ("FedHydra (ours) row: reading = literal (Alg. 1 as written; not recorded by the run, made when it was "
-            "the only reading) in FashionMNIST alpha=0.5; authors (the released loop) in FashionMNIST alpha=0.3.") in md
+            "the only reading) in FashionMNIST alpha=0.5; authors (the released loop; its crop+flip views on colour images only) in FashionMNIST alpha=0.3.") in md
     assert "## Which reading produced each FedHydra number" in readme
-    assert "| fmnist-dir0.3 | `fedhydra`, `fedhydra-ae` | authors (the released loop) |" in readme
+    assert "| fmnist-dir0.3 | `fedhydra`, `fedhydra-ae` | authors (the released loop; its crop+flip views on colour images only) |" in readme
     assert "| fmnist-dir0.5 | `fedhydra`, `fedhydra-ae` | literal (Alg. 1 as written; not recorded" in readme
     assert "| fmnist-dir0.5 | `fedhydra-literal` | literal (Alg. 1 as written) |" in readme
     assert "| fmnist-dir0.5-s1 | `fedhydra` | literal (Alg. 1 as written) |" in readme
