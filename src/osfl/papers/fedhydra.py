@@ -48,7 +48,8 @@ VARIANTS = {
                   "DENSE with bn = 0, as its official code runs (its BN hooks find no layer; run tag bn0)"),
 }
 # FedHydra's readings of Alg. 1 (src/osfl/methods/fedhydra.py READINGS), as the reports name them
-READING_LABELS = {"authors": "authors (the released loop; its crop+flip views on colour images only)", "literal": "literal (Alg. 1 as written)"}
+READING_LABELS = {"authors": "authors (the released loop; its crop+flip views on colour images only)",
+                  "literal": "literal (Alg. 1 as written)"}
 # a FedHydra record without `choices.reading` was made before the readings existed, when literal was the only one
 UNRECORDED_READING = "literal (Alg. 1 as written; not recorded by the run, made when it was the only reading)"
 ALPHAS = ("0.5", "0.3", "0.1", "0.01")
