@@ -234,3 +234,35 @@ def test_sa_ae_claim_with_seeds_and_the_readme(repo_root, tmp_path):
     fh._write_readme([], {}, [c], runs, readme, "quick", "", seeds=[1])
     assert "| **holds** (within the spread in fmnist α=0.5: 0.50 points, std 1.41, n = 2 and 1) |" in readme.read_text()
     assert "larger of their two sample standard deviations" in readme.read_text()
+
+
+def test_a_rerun_supersedes_the_old_layout(tmp_path):
+    """A result re-run in the runs/ + live/ layout is read from there, not from its older metrics/ curves/ files."""
+    _write_run(tmp_path, "fmnist-dir0.5", {"fedavg": 63.92, "fedhydra": 15.25, "dense": 58.65})
+    write_live_run(tmp_path, "fmnist-dir0.5", {"fedavg": 63.48, "fedhydra": 61.24})
+    run = fh.load_runs(tmp_path)["fmnist-dir0.5"]
+    assert run.metrics["fedavg"]["acc_final"] == 63.48 and run.metrics["fedhydra"]["acc_final"] == 61.24
+    assert run.curves["fedhydra"] == ([0.0, 1.0, 2.0], [10.0, 62.24, 61.24])
+    assert run.metrics["dense"]["acc_final"] == 58.65  # not re-run: still read from the old layout
+
+
+def test_instability_study_rows_and_readme_section(tmp_path):
+    """Study records (one setting changed) are listed beside the run as it ran and its other seeds; the calmest change
+    is the one with the smallest epoch-to-epoch swing over the second half of the curve."""
+    write_live_run(tmp_path, "fmnist-dir0.5", {"fedhydra": 61.0})
+    write_live_run(tmp_path, "fmnist-dir0.5-s1", {"fedhydra": 55.0})
+    study = tmp_path / "fmnist-dir0.5" / "study"
+    study.mkdir()
+    for name, curve in (("calm", [10, 50, 52, 53, 54]), ("wild", [10, 60, 20, 70, 30])):
+        rec = {"acc_final": curve[-1], "acc_best": max(curve[1:]), "best_epoch": 3, "changed": [f"server.x={name}"],
+               "curve": [[e, a] for e, a in enumerate(curve)], "command": "cd papers/fedhydra && ...",
+               "server_seconds": 12.0}
+        (study / f"{name}.json").write_text(json.dumps(rec))
+    rows = fh.instability_study(tmp_path, fh.load_runs(tmp_path), seeds=[1, 2])
+    assert [r["label"] for r in rows] == ["fmnist-dir0.5: as run", "fmnist-dir0.5: as run, seed 1",
+                                          "fmnist-dir0.5: server.x=calm", "fmnist-dir0.5: server.x=wild"]
+    assert rows[2]["swing"] == pytest.approx(1.0) and rows[3]["swing"] == pytest.approx(45.0)
+    assert rows[3]["low"] == 20 and rows[0]["swing"] == pytest.approx(1.0)  # live run: epochs 1, 2 = 62, 61
+    text = "\n".join(fh._study_section(rows))
+    assert "Calmest change: **fmnist-dir0.5: server.x=calm** (swing 1.00 vs 1.00 as run" in text
+    assert fh._study_section(rows[:2]) == []  # nothing without study records

@@ -142,8 +142,11 @@ def load_runs(root: Path, keep: Callable[[str, str | None], bool] | None = None)
             continue
         dataset, _, split = d.name.partition("-")
         run = Run(d.name, dataset, split, str(d))
+        rerun = {f.stem for f in d.glob("runs/*.json")}  # a result re-run in the new layout supersedes its old files
         for key, kind, f in _result_files(d):
             if keep is not None and not keep(d.name, key):
+                continue
+            if kind in ("metrics", "curves", "extras") and key in rerun:
                 continue
             if kind == "run":
                 rec = json.loads(f.read_text())
@@ -767,7 +770,8 @@ def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], 
                          "server s": dev.get("servers", {}).get(key, {}).get("seconds", float("nan"))})
     df = pd.DataFrame(rows).set_index(["run", "method"])
     caption = ("Table 1 column(s) at the paper profile (the paper's hyper-parameters unchanged), beside the quick "
-               "profile and the paper. Rows in brackets are FedHydra with one SPEC choice changed: ae = averaging "
+               "profile and the paper. Rows in brackets are variants with one choice changed: literal = FedHydra's "
+               "literal reading (Alg. 1 as written), bn0 = DENSE as its official code runs, ae = averaging "
                "teacher (Fig. 7), saxc = SA logits x c (AMBIG-6), reset-epoch = generator re-initialised every "
                "epoch (AMBIG-5), pool = DENSE-style pool distillation (AMBIG-4), admask = disagreement mask "
                "(AMBIG-9), l1-0 = lambda2 = 0. Device: " + ", ".join(sorted(devices)) + "; server seconds were "
@@ -852,7 +856,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
         verdicts += paper_profile_claims(paper_runs)
     written.append(_write_runs(runs, out / "runs.md", profile))
     written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale,
-                                 paper_runs, seeds, base_seed))
+                                 paper_runs, seeds, base_seed, instability_study(results_root, runs, seeds)))
     (out / "claims.json").write_text(json.dumps(verdicts, indent=2) + "\n")
     written.append(out / "claims.json")
     if summary is not None:
@@ -990,9 +994,67 @@ def _readings_section(runs: dict[str, Run], paper_runs: dict[str, Run]) -> list[
             "| run | FedHydra results | reading |", "|---|---|---|", *rows, ""]
 
 
+def swing(accs: list[float]) -> float:
+    """Mean absolute change of test accuracy from one epoch to the next (how much a curve oscillates)."""
+    return float(np.mean(np.abs(np.diff(accs)))) if len(accs) > 1 else float("nan")
+
+
+def _study_row(label: str, final: float, best: float, best_epoch, accs: list[float], seconds) -> dict:
+    half = accs[(len(accs) - 1) // 2:]  # the second half of the server epochs (changes into and within it)
+    return {"label": label, "final": final, "best": best, "best_epoch": best_epoch, "swing": swing(half),
+            "low": min(half) if half else float("nan"), "seconds": seconds}
+
+
+def instability_study(results_root: Path, runs: dict[str, Run], seeds=()) -> list[dict]:
+    """FedHydra's instability study on one run (``results/<run>/study/<name>.json``, each the run's FedHydra with one
+    setting changed): a row for the run itself, one per other seed of it, and one per study record."""
+    rows: list[dict] = []
+    for d in sorted(Path(results_root).glob("*/study")):
+        name = d.parent.name
+        run = runs.get(name)
+        if run is None or "fedhydra" not in run.metrics or "fedhydra" not in run.curves:
+            continue
+        as_run = [(f"{name}: as run", run)] + [(f"{name}: as run, seed {k}", runs.get(f"{name}-s{k}")) for k in seeds]
+        for label, r in as_run:
+            if r is not None and "fedhydra" in r.metrics and "fedhydra" in r.curves:
+                m = r.metrics["fedhydra"]
+                epochs, accs = r.curves["fedhydra"]
+                rows.append(_study_row(label, m["acc_final"], m["acc_best"], m["best_epoch"],
+                                       [a for e, a in zip(epochs, accs) if e >= 1], m.get("server_seconds")))
+        for f in sorted(d.glob("*.json")):
+            rec = json.loads(f.read_text())
+            accs = [a for e, a in rec["curve"] if e >= 1]
+            rows.append(_study_row(f"{name}: " + ", ".join(rec["changed"]), rec["acc_final"], rec["acc_best"], rec["best_epoch"],
+                                   accs, rec.get("server_seconds")) | {"command": rec["command"]})
+    return rows
+
+
+def _study_section(rows: list[dict]) -> list[str]:
+    """README lines for :func:`instability_study` (nothing without study records)."""
+    if not any("command" in r for r in rows):
+        return []
+    base = rows[0]
+    changed = [r for r in rows if "command" in r]
+    calmest = min(changed, key=lambda r: r["swing"])
+    lines = ["## FedHydra's instability at quick: one setting changed at a time", "",
+             "FedHydra (its default reading) on the Dir(0.5) clients, each row changing one setting of the first "
+             "(values are paper values that the quick profile scales: synthesis_batch × 0.25, ngf × 0.5). "
+             "*swing* = mean absolute change of test accuracy from one epoch to the next over the second half of "
+             "the server epochs; *low* = the lowest accuracy there. Each study record (`results/<run>/study/`) "
+             "holds its command, choices and curve.", "",
+             "| run | final | best (epoch) | swing | low | server s |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        sec = f"{r['seconds']:.0f}" if isinstance(r.get("seconds"), (int, float)) else "—"
+        lines.append(f"| {r['label']} | {r['final']:.2f} | {r['best']:.2f} ({r['best_epoch']}) | {r['swing']:.2f} | "
+                     f"{r['low']:.2f} | {sec} |")
+    lines += ["", f"Calmest change: **{calmest['label']}** (swing {calmest['swing']:.2f} vs {base['swing']:.2f} as "
+              f"run; final {calmest['final']:.2f} vs {base['final']:.2f}).", ""]
+    return lines
+
+
 def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_label: str,
                   not_rendered: list[str] = (), paper_runs: dict[str, Run] | None = None, seeds=(),
-                  base_seed=0) -> Path:
+                  base_seed=0, study: list[dict] = ()) -> Path:
     ran = sorted({r.dataset for r in runs.values() if r.metrics})
     spread_runs = sorted(n for n in runs if any(n.endswith(f"-s{k}") for k in seeds) and runs[n].metrics)
     lines = [
@@ -1031,6 +1093,7 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
                      f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/paper/) |")
     lines += ["", "Figures 1 and 2 are schematics (no data).", ""]
     lines += _readings_section(runs, paper_runs or {})
+    lines += _study_section(study)
     lines += ["## Claims of the paper's text", "",
               "A number that ran with more than one seed is compared by its mean and shown as mean ± std (n=k). "
               "Where the two numbers a verdict turns on (the claimed best or worst and its nearest rival; SA and AE) "
