@@ -98,7 +98,7 @@ def test_within_the_spread_uses_the_larger_std():
 
 
 def test_render_comparison_cells_with_seeds_and_extra_rows(tmp_path):
-    art = get_artifact("table01")
+    art = get_artifact("table01", Path(__file__).resolve().parents[1] / "papers" / "fedhydra" / "published")
     ours = {("DENSE", "FashionMNIST alpha=0.5"): [57.45, 58.65, 59.85],
             ("FedAvg", "FashionMNIST alpha=0.5"): [61.0],
             ("OT", "FashionMNIST alpha=0.5"): 61.0,

@@ -10,22 +10,23 @@ from helpers import compile_latex
 
 from osfl.errors import ConfigError
 from osfl.reporting.published import (
-    DEFAULT_ROOT,
     Artifact,
+    default_label,
     get_artifact,
     load_artifacts,
     load_published_table,
+    parse_cell,
     render_comparison,
 )
 
 
-PUBLISHED = Path(DEFAULT_ROOT)
+PUBLISHED = Path(__file__).resolve().parents[1] / "papers" / "fedhydra" / "published"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "papers" / "fedhydra"
 
 
 @pytest.fixture(scope="module")
 def artifacts() -> list[Artifact]:
-    return load_artifacts()
+    return load_artifacts(PUBLISHED)
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +81,9 @@ def test_load_artifacts_reports_a_missing_index(tmp_path):
 
 
 def test_get_artifact_names_unknown_id():
-    assert get_artifact("table06").label == "Table 6"
+    assert get_artifact("table06", PUBLISHED).label == "Table 6"
     with pytest.raises(ConfigError, match="'table99'.*allowed: 'table01'"):
-        get_artifact("table99")
+        get_artifact("table99", PUBLISHED)
 
 
 # ------------------------------------------------------------------------------ loading tables
@@ -122,13 +123,53 @@ def test_spot_checks_of_transcribed_values(tables):
     assert t10.loc["CIFAR10", "Server(ResNet18) FedHydra"] == 38.57
 
 
-def test_non_numbers_become_nan(tmp_path):
+def test_not_reported_cells_become_nan(tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("Method,A,B,C\nX,1.5,-,\nY, 2 ,n/a,3\n", encoding="utf-8")
+    path.write_text("Method,A,B,C,D\nX,1.5,-,,MISSING\nY, 2 ,n/a,3,\u2014\n", encoding="utf-8")
     df = load_published_table(Artifact("tableX", "table", "Table X", "cap", path))
     assert list(df.index) == ["X", "Y"]
     assert df.loc["X", "A"] == 1.5 and df.loc["Y", "A"] == 2.0 and df.loc["Y", "C"] == 3.0
     assert math.isnan(df.loc["X", "B"]) and math.isnan(df.loc["X", "C"]) and math.isnan(df.loc["Y", "B"])
+    assert df["D"].isna().all()
+
+
+@pytest.mark.parametrize("text, value, std", [
+    ("126.47M", 126.47e6, None), ("467.23K", 467.23e3, None), ("12,000", 12000.0, None), ("83.5%", 83.5, None),
+    ("95.2 \u00b1 0.4", 95.2, 0.4), ("-0.59", -0.59, None), ("1e-3", 1e-3, None), (".5", 0.5, None)])
+def test_parse_cell_reads_printed_numbers(text, value, std):
+    v, s = parse_cell(text)
+    assert v == pytest.approx(value) and (math.isnan(s) if std is None else s == pytest.approx(std))
+
+
+@pytest.mark.parametrize("text", ["VGG-9", "5/80.63", "\u2713", "1.2.3", "K", "12,00"])
+def test_a_cell_that_is_not_a_number_fails_with_its_place(tmp_path, text):
+    path = tmp_path / "t.csv"
+    path.write_text(f"Model,FLOPs\nCNN,\"{text}\"\n", encoding="utf-8")
+    art = Artifact("tableX", "table", "Table X", "cap", path)
+    with pytest.raises(ConfigError, match=r"tableX \(t.csv\) row 'CNN' column 'FLOPs'.*not a number"):
+        load_published_table(art)
+    assert load_published_table(art, which="text").loc["CNN", "FLOPs"] == text  # read as printed on request
+
+
+def test_acc_std_pairs_are_folded(tmp_path):
+    """FedMHO's layout: key columns up to the first <name>_acc, values from _acc, std from _std, Δ dropped."""
+    path = tmp_path / "t.csv"
+    path.write_text("Dataset,Partition_row,alpha_inferred,FedAvg_acc,FedAvg_std,MD_acc,MD_std,MD_delta\n"
+                    "MNIST,1,0.5,85.91,0.57,95.71,0.68,\nFashion,1,0.5,60.24,1.47,77.27,0.48,-0.5\n", encoding="utf-8")
+    art = Artifact("table04", "table", "Table IV", "cap", path)
+    acc, std = load_published_table(art), load_published_table(art, which="std")
+    assert acc.index.name == "Dataset, Partition_row, alpha_inferred"
+    assert list(acc.index) == ["MNIST, 1, 0.5", "Fashion, 1, 0.5"] and list(acc.columns) == ["FedAvg", "MD"]
+    assert acc.loc["Fashion, 1, 0.5", "MD"] == 77.27 and std.loc["Fashion, 1, 0.5", "MD"] == 0.48
+    assert list(std.columns) == ["FedAvg", "MD"] and std.loc["MNIST, 1, 0.5", "FedAvg"] == 0.57
+
+
+def test_labels_from_ids_in_the_papers_numbering():
+    assert default_label("table04") == "Table 4" and default_label("figure09") == "Fig. 9"
+    assert [default_label(f"table{n:02d}", "roman") for n in (1, 4, 9, 11, 14, 40)] == [
+        "Table I", "Table IV", "Table IX", "Table XI", "Table XIV", "Table XL"]
+    with pytest.raises(ConfigError, match="numbering"):
+        default_label("table01", "greek")
 
 
 def test_load_published_table_rejects_figures(artifacts):

@@ -1,11 +1,12 @@
-"""The FedHydra paper's published tables, and side-by-side comparisons with our numbers.
+"""A paper's published tables, and side-by-side comparisons with our numbers (any paper).
 
 Where the numbers live
-    ``papers/fedhydra/published/`` holds the paper's 18 tables as CSV files, transcribed exactly as
+    ``papers/<paper>/published/`` holds the paper's tables as CSV files, transcribed exactly as
     printed, and ``artifacts.yaml``, the index of every table and figure (id, caption, settings).
     Both are copied unchanged from the paper notes, so nothing here reads outside the repository.
     The index names each CSV as ``tables/<name>.csv``; the copies lie flat in the folder, and
-    :func:`load_artifacts` accepts either layout.
+    :func:`load_artifacts` accepts either layout. Every function takes the paper's published folder;
+    nothing defaults to one paper.
 
 Labels
     :func:`load_published_table` keeps every row and column label as the string printed in the CSV
@@ -14,8 +15,19 @@ Labels
     (Table 6 lists ``lambda_1`` and ``lambda_2`` in two columns, and ``lambda_1`` alone is not
     unique), the following columns join the row key until the rows are unique: the label is the
     printed values joined by ``", "`` (``"1.0, 0.5"``) and the index name the headers joined the
-    same way (``"lambda_1, lambda_2"``). All other columns are floats; a printed non-number
-    (``-``, an empty cell) is NaN.
+    same way (``"lambda_1, lambda_2"``). All other columns are values.
+
+Values
+    A cell is read strictly (:func:`parse_cell`): a number, optionally with a thousands separator
+    (``12,000``), a trailing ``%``, an SI multiplier (``467.23K``, ``126.47M``, ``1.2G``) or a spread
+    (``95.2 ± 0.4``: the mean; :func:`load_published_table` with ``which="std"`` gives the 0.4);
+    ``-``, ``–``, ``—``, ``N/A``, ``MISSING`` (any case) and an empty cell mean "not reported" (NaN). Anything else
+    (``VGG-9``, ``5/80.63``) raises :class:`osfl.errors.ConfigError` naming the file, row and column,
+    unless the caller reads the table as text (``which="text"``, e.g. a table of settings). A table
+    printing mean and std in separate ``<name>_acc`` / ``<name>_std`` columns (FedMHO, OFedED) is
+    folded: the key is every column before the first such pair, the values are the ``_acc`` columns
+    named ``<name>``, ``which="std"`` gives the ``_std`` ones, and other ``<name>_<suffix>`` columns
+    (a printed Δ) are dropped.
 
 Comparisons
     :func:`render_comparison` lays our numbers over a published table with the same rows and
@@ -50,16 +62,14 @@ from osfl.reporting.spread import format_spread, mean_std
 from osfl.reporting.tables import MARKDOWN_NA, compare_table, escape_latex, latex_table, markdown_table
 
 __all__ = [
-    "DEFAULT_ROOT",
     "Artifact",
+    "default_label",
     "get_artifact",
     "load_artifacts",
     "load_published_table",
+    "parse_cell",
     "render_comparison",
 ]
-
-#: Where the copies of the paper's tables and ``artifacts.yaml`` live, relative to the repository.
-DEFAULT_ROOT = "papers/fedhydra/published"
 
 _REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -131,10 +141,30 @@ def _suggest(name: str, allowed) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def load_artifacts(root=DEFAULT_ROOT) -> list[Artifact]:
+def default_label(artifact_id: str, numbering: str = "arabic") -> str:
+    """``table04`` -> ``Table 4`` (``Table IV`` with ``numbering="roman"``), ``figure05`` -> ``Fig. 5``."""
+    m = re.fullmatch(r"(table|figure)0*(\d+)", artifact_id)
+    if not m:
+        return artifact_id
+    n = int(m.group(2))
+    if numbering == "roman":
+        text = ""
+        for value, sym in ((100, "C"), (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"),
+                           (4, "IV"), (1, "I")):
+            count, n = divmod(n, value)
+            text += sym * count
+        n = text
+    elif numbering != "arabic":
+        raise ConfigError("published.numbering", f"unknown numbering {numbering!r}; allowed: 'arabic', 'roman'")
+    return f"{'Table' if m.group(1) == 'table' else 'Fig.'} {n}"
+
+
+def load_artifacts(root, numbering: str = "arabic") -> list[Artifact]:
     """Every table and figure listed in ``<root>/artifacts.yaml``, in the index's order.
 
-    A relative ``root`` is taken from the working directory, or else from the repository root.
+    A relative ``root`` is taken from the working directory, or else from the repository root. An
+    artifact's label is the index's ``id_v000`` (FedHydra's first version's numbering) where it has one,
+    else made from its id in the paper's ``numbering`` (:func:`default_label`).
 
     Raises:
         ConfigError: no readable ``artifacts.yaml`` under ``root``, or an entry without an id/kind.
@@ -159,7 +189,7 @@ def load_artifacts(root=DEFAULT_ROOT) -> list[Artifact]:
             Artifact(
                 id=str(entry["id"]),
                 kind=str(entry["kind"]),
-                label=str(entry.get("id_v000") or entry["id"]),
+                label=str(entry.get("id_v000") or default_label(str(entry["id"]), numbering)),
                 caption=str(entry.get("caption") or ""),
                 file=_resolve_file(root, str(rel)) if rel else None,
                 meta=dict(entry),
@@ -168,7 +198,7 @@ def load_artifacts(root=DEFAULT_ROOT) -> list[Artifact]:
     return artifacts
 
 
-def get_artifact(artifact_id: str, root=DEFAULT_ROOT) -> Artifact:
+def get_artifact(artifact_id: str, root) -> Artifact:
     """The artifact with id ``artifact_id`` (e.g. ``"table01"``).
 
     Raises:
@@ -184,31 +214,91 @@ def get_artifact(artifact_id: str, root=DEFAULT_ROOT) -> Artifact:
     )
 
 
-def load_published_table(artifact: Artifact) -> pd.DataFrame:
-    """The paper's numbers for a table artifact: string row/column labels as printed, float values.
+NOT_REPORTED = ("", "-", "\u2013", "\u2014", "N/A", "MISSING")
+_SI = {"K": 1e3, "M": 1e6, "G": 1e9}
+_NUMBER = r"[-+]?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:[eE][-+]?\d+)?"
+_CELL_RE = re.compile(rf"({_NUMBER})\s*([KMG])?\s*%?(?:\s*\u00b1\s*({_NUMBER})\s*%?)?")
 
-    See the module docstring for the row-key rule (Table 6) and for how non-numbers are read.
+
+def parse_cell(text: str, where: str = "cell") -> tuple[float, float]:
+    """(value, std) of a printed cell (see the module docstring); std is NaN unless it reads ``a ± b``.
 
     Raises:
-        ConfigError: the artifact is not a table, or its CSV is missing or has no value column.
+        ConfigError: the cell is neither a number nor a "not reported" mark; ``where`` names it.
     """
+    t = str(text).strip()
+    if t.upper() in NOT_REPORTED:
+        return float("nan"), float("nan")
+    m = _CELL_RE.fullmatch(t)
+    if not m or not re.search(r"\d", m.group(1)):
+        raise ConfigError("published.cell", f"{where}: {t!r} is not a number (allowed: a number with optional "
+                                            "',', '%', K/M/G or '± std'; or one of " + ", ".join(map(repr, NOT_REPORTED)) + ")")
+    scale = _SI.get(m.group(2) or "", 1.0)
+    std = float(m.group(3).replace(",", "")) * scale if m.group(3) else float("nan")
+    return float(m.group(1).replace(",", "")) * scale, std
+
+
+def _pairs(columns: list[str]) -> int | None:
+    """The position of the first ``<name>_acc``/``<name>_std`` column when the table prints such pairs."""
+    names = {c.rsplit("_", 1)[0] for c in columns if c.endswith("_acc")}
+    if not any(f"{n}_std" in columns for n in names):
+        return None
+    return next(i for i, c in enumerate(columns) if c.rsplit("_", 1)[0] in names and "_" in c)
+
+
+def load_published_table(artifact: Artifact, which: str = "value") -> pd.DataFrame:
+    """The paper's numbers for a table artifact: string row/column labels as printed, float values
+    (``which="value"``), the printed standard deviations (``"std"``; NaN where none was printed) or
+    the cells as printed (``"text"``, strings).
+
+    See the module docstring for the row-key rule (Table 6), the ``_acc``/``_std`` pairs and how
+    cells are read.
+
+    Raises:
+        ConfigError: the artifact is not a table, its CSV is missing or has no value column, or a
+        cell is not a number (``value``/``std``).
+    """
+    if which not in ("value", "std", "text"):
+        raise ConfigError("published.which", f"unknown {which!r}; allowed: 'value', 'std', 'text'")
     if artifact.kind != "table" or artifact.file is None:
         raise ConfigError("artifact", f"{artifact.id} is a {artifact.kind} without a published CSV")
     if not artifact.file.is_file():
         raise ConfigError("artifact", f"{artifact.id}: published CSV not found: {artifact.file}")
     raw = pd.read_csv(artifact.file, dtype=str, keep_default_na=False, skipinitialspace=False)
     raw.columns = [str(c) for c in raw.columns]
-    n_key = 1
-    while n_key < raw.shape[1] - 1 and raw.iloc[:, :n_key].duplicated().any():
-        n_key += 1
+    first_pair = _pairs(list(raw.columns))
+    if first_pair is not None:
+        n_key = first_pair
+    else:
+        n_key = 1
+        while n_key < raw.shape[1] - 1 and raw.iloc[:, :n_key].duplicated().any():
+            n_key += 1
     if raw.shape[1] <= n_key:
         raise ConfigError("artifact", f"{artifact.id}: {artifact.file.name} has no value column")
     key_cols = list(raw.columns[:n_key])
     labels = raw[key_cols].apply(lambda r: ", ".join(v.strip() for v in r), axis=1)
-    values = raw.iloc[:, n_key:].apply(lambda col: pd.to_numeric(col.str.strip(), errors="coerce"))
-    df = values.astype(float)
+    cols = list(raw.columns[n_key:])
+    if first_pair is not None:  # fold <name>_acc / <name>_std into columns <name>
+        keep = [c for c in cols if c.endswith("_acc")]
+        std_of = {c: c[:-4] + "_std" for c in keep}
+        names = [c[:-4] for c in keep]
+    else:
+        keep, std_of, names = cols, {}, cols
+    if which == "text":
+        df = raw[keep].apply(lambda col: col.str.strip())
+    else:
+        def cell(col: str, i: int) -> float:
+            where = f"{artifact.id} ({artifact.file.name}) row {labels.iat[i]!r} column {col!r}"
+            value, std = parse_cell(raw[col].iat[i], where)
+            if which == "value":
+                return value
+            if col in std_of:
+                return parse_cell(raw[std_of[col]].iat[i], where)[0] if std_of[col] in raw.columns else float("nan")
+            return std
+
+        df = pd.DataFrame({c: [cell(c, i) for i in range(len(raw))] for c in keep}, dtype=float)
     df.index = pd.Index(list(labels), name=", ".join(key_cols), dtype=object)
-    df.columns = pd.Index(list(values.columns), dtype=object)
+    df.columns = pd.Index(names, dtype=object)
     return df
 
 
