@@ -265,4 +265,7 @@ def test_instability_study_rows_and_readme_section(tmp_path):
     assert rows[3]["low"] == 20 and rows[0]["swing"] == pytest.approx(1.0)  # live run: epochs 1, 2 = 62, 61
     text = "\n".join(fh._study_section(rows))
     assert "Calmest change: **fmnist-dir0.5: server.x=calm** (swing 1.00 vs 1.00 as run" in text
+    assert "over its 2 seeds spans 1.00–1.00; no single change is calmer than every seed" in text
+    rows[2]["swing"] = 0.5
+    assert "calmer than every seed: fmnist-dir0.5: server.x=calm." in "\n".join(fh._study_section(rows))
     assert fh._study_section(rows[:2]) == []  # nothing without study records

@@ -1038,7 +1038,8 @@ def _study_section(rows: list[dict]) -> list[str]:
     calmest = min(changed, key=lambda r: r["swing"])
     lines = ["## FedHydra's instability at quick: one setting changed at a time", "",
              "FedHydra (its default reading) on the Dir(0.5) clients, each row changing one setting of the first "
-             "(values are paper values that the quick profile scales: synthesis_batch × 0.25, ngf × 0.5). "
+             "(values are paper values that the quick profile scales: epochs × 0.1, synthesis_batch × 0.25, "
+             "ngf × 0.5; lr is not scaled). "
              "*swing* = mean absolute change of test accuracy from one epoch to the next over the second half of "
              "the server epochs; *low* = the lowest accuracy there. Each study record (`results/<run>/study/`) "
              "holds its command, choices and curve.", "",
@@ -1048,8 +1049,16 @@ def _study_section(rows: list[dict]) -> list[str]:
         lines.append(f"| {r['label']} | {r['final']:.2f} | {r['best']:.2f} ({r['best_epoch']}) | {r['swing']:.2f} | "
                      f"{r['low']:.2f} | {sec} |")
     lines += ["", f"Calmest change: **{calmest['label']}** (swing {calmest['swing']:.2f} vs {base['swing']:.2f} as "
-              f"run; final {calmest['final']:.2f} vs {base['final']:.2f}).", ""]
-    return lines
+              f"run; final {calmest['final']:.2f} vs {base['final']:.2f})."]
+    seeds = [r["swing"] for r in rows if "command" not in r]
+    if len(seeds) > 1:
+        lo, hi = min(seeds), max(seeds)
+        calmer = [r["label"] for r in changed if r["swing"] < lo]
+        lines.append(f"The default's swing over its {len(seeds)} seeds spans {lo:.2f}–{hi:.2f}; "
+                     + (f"calmer than every seed: {', '.join(calmer)}." if calmer else
+                        "no single change is calmer than every seed of the default, so none of them alone explains "
+                        "the oscillation."))
+    return lines + [""]
 
 
 def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_label: str,
