@@ -1053,9 +1053,10 @@ def _study_section(rows: list[dict]) -> list[str]:
     seeds = [r["swing"] for r in rows if "command" not in r]
     if len(seeds) > 1:
         lo, hi = min(seeds), max(seeds)
-        calmer = [r["label"] for r in changed if r["swing"] < lo]
+        calmer = [f"{r['label']} ({r['swing']:.2f}, low {r['low']:.2f})" for r in changed if r["swing"] < lo]
         lines.append(f"The default's swing over its {len(seeds)} seeds spans {lo:.2f}–{hi:.2f}; "
-                     + (f"calmer than every seed: {', '.join(calmer)}." if calmer else
+                     + (f"calmer than every seed (one seed each, so a small margin is not a finding): "
+                        f"{'; '.join(calmer)}." if calmer else
                         "no single change is calmer than every seed of the default, so none of them alone explains "
                         "the oscillation."))
     return lines + [""]
