@@ -267,6 +267,6 @@ def test_instability_study_rows_and_readme_section(tmp_path):
     assert "Calmest change: **fmnist-dir0.5: server.x=calm** (swing 1.00 vs 1.00 as run" in text
     assert "over its 2 seeds spans 1.00–1.00; no single change is calmer than every seed" in text
     rows[2]["swing"] = 0.5
-    assert "a small margin is not a finding): fmnist-dir0.5: server.x=calm (0.50, low 53.00)." in "\n".join(
+    assert "a small margin is not a finding): fmnist-dir0.5: server.x=calm (0.50, low 52.00)." in "\n".join(
         fh._study_section(rows))
     assert fh._study_section(rows[:2]) == []  # nothing without study records
