@@ -89,6 +89,21 @@ def test_lambda_ablation():
     assert verdict == "does not hold" and "l1-0 72.00 > (1,1) 70.00" in evidence
 
 
+def test_claims_compare_fedhydra_results_of_one_reading_only():
+    """A λ row or an AE bar made on another reading than the (1, 1) / SA run is left out of the comparison."""
+    runs = {"fmnist-dir0.5": run("fmnist-dir0.5", {"fedhydra": 60.0, "fedhydra-l0.5-1": 65.0, "fedhydra-l1-0": 50.0,
+                                                   "fedhydra-ae": 66.0})}
+    for key in ("fedhydra", "fedhydra-l1-0", "fedhydra-ae"):
+        runs["fmnist-dir0.5"].metrics[key]["choices"] = {"reading": "authors"}
+    runs["fmnist-dir0.5"].metrics["fedhydra-l0.5-1"]["choices"] = {}  # made before the readings: literal
+    verdict, evidence = verdicts(runs)[LAM]
+    assert verdict == "holds" and "not compared: fmnist: l0.5-1 ran on another reading than (1,1) (authors)" in evidence
+    assert verdicts(runs)[SA_AE][0] == "does not hold"  # same reading: compared
+    runs["fmnist-dir0.5"].metrics["fedhydra-ae"]["choices"] = {"reading": "literal"}
+    verdict, evidence = verdicts(runs)[SA_AE]
+    assert verdict == "not run" and "not compared, SA and AE ran on different readings" in evidence
+
+
 def test_collapse_needs_a_drop_of_more_than_ten_points():
     flat = {"fmnist-dir0.5": run("fmnist-dir0.5", {"fedhydra": 70.0}, best={"fedhydra": 75.0})}
     assert verdicts(flat)[COLLAPSE_FMNIST][0] == "does not hold"
