@@ -866,7 +866,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
         verdicts += paper_profile_claims(paper_runs)
     written.append(_write_runs(runs, out / "runs.md", profile))
     written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale,
-                                 paper_runs, seeds, base_seed, instability_study(results_root, runs, seeds)))
+                                 paper_runs, seeds, base_seed, instability_study(results_root)))
     (out / "claims.json").write_text(json.dumps(verdicts, indent=2) + "\n")
     written.append(out / "claims.json")
     if summary is not None:
@@ -1015,36 +1015,30 @@ def _study_row(label: str, final: float, best: float, best_epoch, accs: list[flo
             "low": min(half) if half else float("nan"), "seconds": seconds}
 
 
-def instability_study(results_root: Path, runs: dict[str, Run], seeds=()) -> list[dict]:
-    """FedHydra's instability study on one run (``results/<run>/study/<name>.json``, each the run's FedHydra with one
-    setting changed): a row for the run itself, one per other seed of it, and one per study record."""
+def instability_study(results_root: Path) -> list[dict]:
+    """FedHydra's instability study (``results/<run>/study/*.json``, git-tracked so that the report never depends on
+    a DVC output that a fresh clone has not pulled): the records with ``changed: []`` are the run as it ran, one per
+    seed (their curves copied from the stage outputs named in ``source``), the others the run with one setting
+    changed. Rows: the defaults by seed, then the changes by name."""
     rows: list[dict] = []
     for d in sorted(Path(results_root).glob("*/study")):
         name = d.parent.name
-        run = runs.get(name)
-        if run is None or "fedhydra" not in run.metrics or "fedhydra" not in run.curves:
-            continue
-        as_run = [(f"{name}: as run", run)] + [(f"{name}: as run, seed {k}", runs.get(f"{name}-s{k}")) for k in seeds]
-        for label, r in as_run:
-            if r is not None and "fedhydra" in r.metrics and "fedhydra" in r.curves:
-                m = r.metrics["fedhydra"]
-                epochs, accs = r.curves["fedhydra"]
-                rows.append(_study_row(label, m["acc_final"], m["acc_best"], m["best_epoch"],
-                                       [a for e, a in zip(epochs, accs) if e >= 1], m.get("server_seconds")))
-        for f in sorted(d.glob("*.json")):
-            rec = json.loads(f.read_text())
+        recs = [json.loads(f.read_text()) for f in sorted(d.glob("*.json"))]
+        recs.sort(key=lambda r: (bool(r["changed"]), r.get("seed", 0) if not r["changed"] else 0))
+        for rec in recs:
+            label = f"{name}: " + (", ".join(rec["changed"]) if rec["changed"] else f"as run, seed {rec.get('seed', 0)}")
             accs = [a for e, a in rec["curve"] if e >= 1]
-            rows.append(_study_row(f"{name}: " + ", ".join(rec["changed"]), rec["acc_final"], rec["acc_best"], rec["best_epoch"],
-                                   accs, rec.get("server_seconds")) | {"command": rec["command"]})
+            rows.append(_study_row(label, rec["acc_final"], rec["acc_best"], rec["best_epoch"], accs,
+                                   rec.get("server_seconds")) | {"default": not rec["changed"]})
     return rows
 
 
 def _study_section(rows: list[dict]) -> list[str]:
     """README lines for :func:`instability_study` (nothing without study records)."""
-    if not any("command" in r for r in rows):
+    changed = [r for r in rows if not r["default"]]
+    if not changed or changed[0] is rows[0]:
         return []
     base = rows[0]
-    changed = [r for r in rows if "command" in r]
     calmest = min(changed, key=lambda r: r["swing"])
     lines = ["## FedHydra's instability at quick: one setting changed at a time", "",
              "FedHydra (its default reading) on the Dir(0.5) clients, each row changing one setting of the first "
@@ -1052,7 +1046,8 @@ def _study_section(rows: list[dict]) -> list[str]:
              "ngf × 0.5; lr is not scaled). "
              "*swing* = mean absolute change of test accuracy from one epoch to the next over the second half of "
              "the server epochs; *low* = the lowest accuracy there. Each study record (`results/<run>/study/`) "
-             "holds its command, choices and curve.", "",
+             "holds its command, choices and curve; the as-run records copy theirs from the stage outputs they "
+             "name.", "",
              "| run | final | best (epoch) | swing | low | server s |", "|---|---|---|---|---|---|"]
     for r in rows:
         sec = f"{r['seconds']:.0f}" if isinstance(r.get("seconds"), (int, float)) else "—"
@@ -1060,7 +1055,7 @@ def _study_section(rows: list[dict]) -> list[str]:
                      f"{r['low']:.2f} | {sec} |")
     lines += ["", f"Calmest change: **{calmest['label']}** (swing {calmest['swing']:.2f} vs {base['swing']:.2f} as "
               f"run; final {calmest['final']:.2f} vs {base['final']:.2f})."]
-    seeds = [r["swing"] for r in rows if "command" not in r]
+    seeds = [r["swing"] for r in rows if r["default"]]
     if len(seeds) > 1:
         lo, hi = min(seeds), max(seeds)
         calmer = [f"{r['label']} ({r['swing']:.2f}, low {r['low']:.2f})" for r in changed if r["swing"] < lo]
