@@ -642,6 +642,9 @@ def claims(runs: dict[str, Run], splits: list[str], U_r, ms_label: str, lambdas:
     def vals(name: str, key: str) -> list[float]:
         return over_seeds(runs, name, key, seeds, base_seed)
 
+    def reading(name: str, key: str) -> str:  # which reading of Alg. 1 produced a FedHydra result (its label)
+        return _reading(runs[name].metrics[key])
+
     def method_vals(name: str) -> dict[str, list[float]]:
         return {m: v for m in METHODS if (v := vals(name, m))}
 
@@ -688,7 +691,7 @@ def claims(runs: dict[str, Run], splits: list[str], U_r, ms_label: str, lambdas:
     for ds in DATASETS:
         for s in splits:
             sa, ae = vals(f"{ds}-{s}", "fedhydra"), vals(f"{ds}-{s}", "fedhydra-ae")
-            if sa and ae and len({_reading(runs[f"{ds}-{s}"].metrics[k]) for k in ("fedhydra", "fedhydra-ae")}) > 1:
+            if sa and ae and reading(f"{ds}-{s}", "fedhydra") != reading(f"{ds}-{s}", "fedhydra-ae"):
                 lines.append(f"{ds} {_split_label(s)}: not compared, SA and AE ran on different readings")
                 continue
             if sa and ae:
@@ -719,8 +722,8 @@ def claims(runs: dict[str, Run], splits: list[str], U_r, ms_label: str, lambdas:
             continue
         others = {lam["tag"]: vals(f"{ds}-dir0.5", f"fedhydra-{lam['tag']}") for lam in lambdas}
         others = {k: v for k, v in others.items() if v}
-        base = _reading(runs[f"{ds}-dir0.5"].metrics["fedhydra"])
-        other_reading = {k: _reading(runs[f"{ds}-dir0.5"].metrics[f"fedhydra-{k}"]) for k in others}
+        base = reading(f"{ds}-dir0.5", "fedhydra")
+        other_reading = {k: reading(f"{ds}-dir0.5", f"fedhydra-{k}") for k in others}
         if any(r != base for r in other_reading.values()):  # a λ row of another reading is not comparable
             apart.append(f"{ds}: " + ", ".join(sorted(k for k, r in other_reading.items() if r != base))
                          + f" ran on another reading than (1,1) ({base.split(' (')[0]})")
