@@ -10,6 +10,12 @@ One exception is by design: ``osfl.methods`` imports every method file to fill i
 ``server@<method>`` stage runs only its own method, so it depends on ``src/osfl/methods/<method>.py`` (found from
 ``--method`` in its command) and the files that one imports; adding or editing another method re-runs nothing else
 (tests/test_methods_layout.py checks that method files import only shared code).
+
+The model registry (``osfl.models``) is exempt in the same way: its ``__init__`` imports every architecture file,
+but a stage builds only the architectures its pipeline names. A stage that imports ``osfl.models`` must depend on
+the file of every architecture named anywhere in its pipeline's params file or in its command (a token of a value,
+so ``client_models: googlenet,resnet18`` names two), and on every file holding a default for ``model: auto``
+(``default_for``); adding an architecture for another paper re-runs nothing.
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 PIPELINES = ["dvc.yaml"] + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "papers").glob("*/dvc.yaml"))
-REGISTRY_EXEMPT = {"osfl.methods"}  # registries whose submodules a stage does not run (see the module docstring)
+REGISTRY_EXEMPT = {"osfl.methods", "osfl.models"}  # registries whose submodules a stage does not run (docstring)
 METHOD_RUNNERS = {"osfl.stages.server", "osfl.stages.rounds"}  # stage modules that run the --method they are given
 
 
@@ -115,6 +121,43 @@ def stage_roots(cmd: str, wdir: Path) -> list[str]:
     return mods
 
 
+def _tokens(value) -> set[str]:
+    if isinstance(value, dict):
+        return set().union(*map(_tokens, value.values()), *map(_tokens, value.keys())) if value else set()
+    if isinstance(value, list):
+        return set().union(*map(_tokens, value)) if value else set()
+    return set(re.split(r"[\s,:=]+", str(value)))
+
+
+@lru_cache(maxsize=None)
+def _pipeline_tokens(pipeline: str) -> frozenset[str]:
+    import yaml
+
+    params = (ROOT / pipeline).parent / "params.yaml"
+    return frozenset(_tokens(yaml.safe_load(params.read_text())) if params.is_file() else ())
+
+
+def model_modules(pipeline: str, cmd: str) -> list[str]:
+    """The architecture modules a stage of ``pipeline`` can build: those registering a name that its params file or
+    its command names, and those holding a ``model: auto`` default."""
+    from osfl.models import MODELS
+
+    names = _pipeline_tokens(pipeline) | _tokens(cmd)
+    return sorted({module for module, registered in _registered_models().items() for n in registered
+                   if n in names or MODELS.get(n).default_for})
+
+
+@lru_cache(maxsize=None)
+def _registered_models() -> dict[str, list[str]]:
+    """``osfl.models.<file>`` -> the names its ``MODELS.register("name", ...)`` calls register."""
+    found = {}
+    for path in sorted((SRC / "osfl" / "models").glob("*.py")):
+        calls = [n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Call)
+                 and getattr(n.func, "attr", None) == "register" and getattr(n.func.value, "id", None) == "MODELS"]
+        found[f"osfl.models.{path.stem}"] = [c.args[0].value for c in calls]
+    return found
+
+
 def resolved_stages(pipeline: str):
     """(stage name, cmd, wdir, deps as paths relative to the repository) for every stage DVC resolves."""
     from dvc.repo import Repo
@@ -136,6 +179,8 @@ def test_every_imported_module_is_a_dependency(pipeline):
         if not roots:
             continue
         checked += 1
+        if "osfl.models" in closure(roots):
+            roots = roots + model_modules(pipeline, cmd)
         for mod in sorted(closure(roots)):
             rel = module_file(mod).relative_to(ROOT)
             if not any(rel == d or d in rel.parents for d in deps):
@@ -143,6 +188,20 @@ def test_every_imported_module_is_a_dependency(pipeline):
     assert checked, f"no stage of {pipeline} runs an osfl stage module"
     assert not missing, "imported but not in deps: " + "; ".join(
         f"{f} (stages {', '.join(s[:3])}{', ...' if len(s) > 3 else ''})" for f, s in sorted(missing.items()))
+
+
+def test_every_registered_model_is_found_in_its_file():
+    from osfl.models import MODELS
+
+    found = sorted(n for names in _registered_models().values() for n in names)
+    assert found == sorted(MODELS.names())
+
+
+def test_model_modules_follow_the_pipeline_params():
+    fedhydra = model_modules("papers/fedhydra/dvc.yaml", "")
+    assert {"osfl.models.cnn", "osfl.models.googlenet", "osfl.models.lenet"} <= set(fedhydra)
+    assert model_modules("dvc.yaml", "") == ["osfl.models.cnn"]  # model: auto -> the default_for file only
+    assert "osfl.models.lenet" in model_modules("dvc.yaml", "python -m osfl.stages.train_clients --set model=lenet5")
 
 
 def test_import_closure_sees_function_level_and_registry_imports():
