@@ -4,6 +4,7 @@ import torch
 
 from osfl.errors import ConfigError
 from osfl.models import MODELS, build_model, count_parameters, resolve_model_name
+from osfl.models.cvae import CVAE
 
 # (model, input shape, classes, expected count, source)
 PAPER_COUNTS = [
@@ -26,8 +27,13 @@ def test_every_model_runs_forward_and_backward(name):
     spec = MODELS.get(name)
     shape = spec.shapes[0] if spec.shapes else (3, 32, 32)
     m = build_model(name, shape, 7)
-    out = m(torch.rand(3, *shape))
-    assert out.shape == (3, 7)
+    if isinstance(m, CVAE):  # a conditional generator: reconstructs its input given the label
+        out, mu, logvar = m(torch.rand(3, *shape), torch.tensor([0, 3, 6]))
+        assert out.shape == (3, *shape) and mu.shape == logvar.shape == (3, m.latent_size)
+        out = out.sum() + mu.sum() + logvar.sum()
+    else:
+        out = m(torch.rand(3, *shape))
+        assert out.shape == (3, 7)
     out.sum().backward()
     assert all(p.grad is not None for p in m.parameters())
 

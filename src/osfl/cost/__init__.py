@@ -1,0 +1,1 @@
+"""What a method costs: compute (multiply-accumulates per forward pass, ``flops``) and, later, communication."""
