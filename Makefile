@@ -3,12 +3,13 @@
 #   make verify  install, pull, recompute every main stage (dvc repro -f), check models and curves are byte-identical
 #   make test    install into .venv, then run the test suite (includes the whole pipeline at smoke profile)
 #   make fedhydra  install, then reproduce FedHydra's tables and figures (papers/fedhydra/, a DVC project of its own)
+#   make fedmho    install, then reproduce what exists of FedMHO's (papers/fedmho/: Table II so far)
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install repro verify fedhydra test bench dag clean-venv
+.PHONY: install repro verify fedhydra fedmho test bench dag clean-venv
 
 install: $(VENV)/.installed
 
@@ -31,6 +32,9 @@ verify: install
 
 fedhydra: install
 	cd papers/fedhydra && dvc repro
+
+fedmho: install
+	cd papers/fedmho && dvc repro
 
 test: install
 	$(BIN)/python -m pytest

@@ -112,6 +112,8 @@ def stage_roots(cmd: str, wdir: Path) -> list[str]:
     if script:
         text += "\n" + (wdir / script.group(1)).read_text()
     mods = [f"osfl.stages.{m}" for m in re.findall(r"python -m osfl\.stages\.(\w+)", text)]
+    if "osfl.stages.render" in mods:  # renders the one paper it is given (osfl.stages.render.PAPERS)
+        mods += [f"osfl.papers.{p}" for p in re.findall(r"--paper\s+(\w+)", text)]
     if not set(mods) & METHOD_RUNNERS:  # evaluate@<method> loads a saved model; it does not run the method
         return mods
     methods = re.findall(r"--method\s+(\w+)", cmd)

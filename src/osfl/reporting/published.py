@@ -142,19 +142,20 @@ def _suggest(name: str, allowed) -> str:
 
 
 def default_label(artifact_id: str, numbering: str = "arabic") -> str:
-    """``table04`` -> ``Table 4`` (``Table IV`` with ``numbering="roman"``), ``figure05`` -> ``Fig. 5``."""
+    """``table04`` -> ``Table 4`` (``Table IV`` with ``numbering="roman"``), ``figure05`` -> ``Fig. 5`` (figures keep
+    arabic numbers under either numbering, as in IEEE-style papers such as FedMHO)."""
     m = re.fullmatch(r"(table|figure)0*(\d+)", artifact_id)
     if not m:
         return artifact_id
     n = int(m.group(2))
-    if numbering == "roman":
+    if numbering == "roman" and m.group(1) == "table":
         text = ""
         for value, sym in ((100, "C"), (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"),
                            (4, "IV"), (1, "I")):
             count, n = divmod(n, value)
             text += sym * count
         n = text
-    elif numbering != "arabic":
+    elif numbering not in ("arabic", "roman"):
         raise ConfigError("published.numbering", f"unknown numbering {numbering!r}; allowed: 'arabic', 'roman'")
     return f"{'Table' if m.group(1) == 'table' else 'Fig.'} {n}"
 
