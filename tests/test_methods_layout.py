@@ -50,7 +50,8 @@ def test_library_code_a_method_imports_is_a_server_dep(path):
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module not in UNTRACKED:
             target = Path("src/osfl", *node.module.split("."))
-            target = target.with_suffix(".py") if target.with_suffix(".py").exists() else target
+            target = (target / "__init__.py" if (target / "__init__.py").exists()  # a package: its __init__ runs
+                      else target.with_suffix(".py") if target.with_suffix(".py").exists() else target)
             assert any(target == Path(d) or Path(d) in target.parents for d in deps), \
                 f"{path.name} imports ..{node.module}; add {target} to the server stage's deps in dvc.yaml"
 
@@ -77,6 +78,7 @@ def test_library_code_the_server_round_imports_is_a_server_dep():
         # `..methods` is the registry (name lookup); each method's own file is a dep through ${item.method}
         if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module not in UNTRACKED | {"methods"}:
             target = Path("src/osfl", *node.module.split("."))
-            target = target.with_suffix(".py") if target.with_suffix(".py").exists() else target
+            target = (target / "__init__.py" if (target / "__init__.py").exists()  # a package: its __init__ runs
+                      else target.with_suffix(".py") if target.with_suffix(".py").exists() else target)
             assert any(target == Path(d) or Path(d) in target.parents for d in deps), \
                 f"protocols/one_shot.py imports ..{node.module}; add {target} to the server stage's deps in dvc.yaml"
