@@ -1,0 +1,95 @@
+"""Generative clients (osfl.generative): CVAE training, squared-count allocation, decoding, k-means cleaning."""
+import numpy as np
+import pytest
+import torch
+
+from osfl.errors import ConfigError
+from osfl.generative.cvae import cvae_loss, train_cvae
+from osfl.generative.synthesis import allocate, clean, generate
+from osfl.models import build_model
+
+
+def test_allocation_is_class_balanced_and_split_by_squared_counts():
+    # class 0: only decoder 0 holds it; class 1: nobody (uniform); class 2: 3² : 4² = 0.36 : 0.64 of 10
+    assert allocate([[10, 0, 3], [0, 0, 4]], 30).tolist() == [[10, 5, 3], [0, 5, 6]]
+    # floors: 47 classes and 12,000 samples give 255 per class (SPEC §1.4)
+    assert allocate(np.ones((5, 47)), 12_000).sum(axis=0).max() <= 255
+
+
+def test_allocation_refuses_bad_input():
+    with pytest.raises(ConfigError, match="^synthesis.counts:"):
+        allocate([[1, -1]], 10)
+    with pytest.raises(ConfigError, match="^synthesis.total:"):
+        allocate([[1, 1, 1]], 2)
+
+
+def _decoders(k=2, classes=3):
+    torch.manual_seed(0)
+    return [build_model("cvae_small", (1, 28, 28), classes).decoder for _ in range(k)]
+
+
+def test_generate_follows_the_allocation_and_its_seed():
+    decs, alloc = _decoders(), np.array([[4, 0, 2], [1, 3, 0]])
+    x, y = generate(decs, alloc, torch.Generator().manual_seed(1), batch_size=3)
+    assert x.shape == (10, 1, 28, 28) and 0 <= x.min() and x.max() <= 1
+    assert y.tolist() == [0] * 4 + [2] * 2 + [0] + [1] * 3
+    x2, _ = generate(decs, alloc, torch.Generator().manual_seed(1))  # batching does not change the draws
+    assert torch.allclose(x, x2, atol=1e-6)  # (only the kernels' rounding for another batch size)
+    assert torch.equal(x, generate(decs, alloc, torch.Generator().manual_seed(1), batch_size=3)[0])
+    x3, _ = generate(decs, alloc, torch.Generator().manual_seed(2))
+    assert not torch.equal(x, x3)
+
+
+def test_clean_keeps_the_samples_nearest_the_class_mean():
+    gen = torch.Generator().manual_seed(0)
+    near = torch.rand(8, 1, 4, 4, generator=gen) * 0.1
+    far = torch.ones(2, 1, 4, 4)
+    x = torch.cat([far[:1], near[:4], far[1:], near[4:], torch.rand(5, 1, 4, 4, generator=gen)])
+    y = torch.tensor([0] * 10 + [1] * 5)
+    kept = clean(x, y, 0.8)
+    assert kept.tolist() == sorted(kept.tolist())
+    assert set(kept.tolist()) >= {1, 2, 3, 4, 6, 7, 8, 9} and not {0, 5} & set(kept.tolist())
+    # class 1: ⌊0.8 · 5⌋ = 4 kept, the ones nearest the class mean, computed here without k-means
+    ones = x[10:].reshape(5, -1)
+    expect = 10 + torch.argsort((ones - ones.mean(0)).norm(dim=1))[:4]
+    assert sorted(k for k in kept.tolist() if k >= 10) == sorted(expect.tolist())
+    with pytest.raises(ConfigError, match="^clean_rate:"):
+        clean(x, y, 0)
+
+
+def _data(n=48, classes=3):
+    """One fixed binary template per class, a few pixels flipped per image: something a CVAE can learn."""
+    gen = torch.Generator().manual_seed(3)
+    templates = torch.rand(classes, 1, 28, 28, generator=gen) > 0.5
+    y = torch.arange(n) % classes
+    flip = torch.rand(n, 1, 28, 28, generator=gen) < 0.05
+    return ((templates[y] ^ flip).to(torch.uint8) * 255), y
+
+
+def test_train_cvae_is_seeded_and_lowers_its_loss():
+    x, y = _data()
+    xf = x.float() / 255
+    noise = torch.randn(len(x), 2, generator=torch.Generator().manual_seed(9))
+    states, before, after = [], None, None
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = build_model("cvae_small", (1, 28, 28), 3)
+        with torch.no_grad():
+            before = cvae_loss(model, xf, y, noise).item()
+        res = train_cvae(model, x, y, epochs=3, batch_size=16, lr=5e-3, gen=torch.Generator().manual_seed(4))
+        with torch.no_grad():
+            after = cvae_loss(model, xf, y, noise).item()
+        states.append(model.state_dict())
+        assert res.steps == 9 and res.samples_seen == 3 * len(x)
+    assert all(torch.equal(a, b) for a, b in zip(states[0].values(), states[1].values()))
+    assert after < before
+
+
+def test_train_cvae_refuses_a_classifier_and_unknown_reductions():
+    x, y = _data(8)
+    with pytest.raises(ConfigError, match="^model: train_cvae needs a conditional VAE"):
+        train_cvae(build_model("cnn_mnist", (1, 28, 28), 3), x, y, epochs=1, batch_size=4, lr=1e-3,
+                   gen=torch.Generator())
+    with pytest.raises(ConfigError, match="^local.cvae_reduction:"):
+        train_cvae(build_model("cvae_small", (1, 28, 28), 3), x, y, epochs=1, batch_size=4, lr=1e-3,
+                   gen=torch.Generator(), reduction="mean")
