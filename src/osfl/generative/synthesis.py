@@ -74,3 +74,28 @@ def clean(x: torch.Tensor, y: torch.Tensor, keep: float) -> torch.Tensor:
         order = torch.argsort(dist, stable=True)  # ties keep the generation order
         kept.append(idx[order[:k]])
     return torch.sort(torch.cat(kept)).values if kept else torch.zeros(0, dtype=torch.long)
+
+
+def write_decoder_upload(out_dir, client_id: int, model, *, arch: str, input_shape, num_classes: int,
+                         label_histogram, n_samples: int):
+    """A generative client's upload (kind ``cvae_decoder``): only the decoder's weights and the label histogram;
+    the encoder stays on the client (FedMHO SPEC §1.3)."""
+    from ..clients.upload import write_upload
+
+    return write_upload(out_dir, client_id, "cvae_decoder",
+                        {"arch": arch, "input_shape": list(input_shape), "num_classes": int(num_classes),
+                         "latent_size": int(model.latent_size), "n_samples": int(n_samples),
+                         "label_histogram": [int(v) for v in label_histogram]},
+                        tensors={"state_dict": model.decoder.state_dict()})
+
+
+def decoder_from_upload(upload, device: torch.device | str = "cpu") -> torch.nn.Module:
+    """The decoder of a ``cvae_decoder`` upload, rebuilt from its architecture name, in eval mode on ``device``."""
+    from ..models import build_model
+
+    if upload.kind != "cvae_decoder":
+        raise ConfigError("methods", f"client {upload.client_id} uploaded a {upload.kind}, not a cvae_decoder")
+    m = upload.manifest
+    decoder = build_model(m["arch"], tuple(m["input_shape"]), m["num_classes"]).decoder
+    decoder.load_state_dict(upload.state_dict())
+    return decoder.to(device).eval()

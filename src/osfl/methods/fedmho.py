@@ -1,0 +1,108 @@
+"""FedMHO (Yao et al., arXiv 2502.08518; SPEC §1.4–1.7, official ``pcode/aggregation/semi_supervised.py``).
+
+The server receives classifiers (resource-sufficient clients) and CVAE decoders with label histograms
+(resource-constrained clients). Stage 1: the decoders generate ``samples`` labelled images, class-balanced and
+split over decoders by squared class counts; per class, 1-cluster k-means keeps the ``keep`` fraction nearest the
+centre (:mod:`osfl.generative.synthesis`). Stage 2: the global model starts from the uniform average of the
+uploaded classifiers (Eq. 4; ``init: random`` for FedCVAE-like training) and is trained with Adam on the kept
+images with cross-entropy (Eq. 5) plus ``lam`` × a KL term (Eq. 8): ``kd: md`` distils the averaged logits of the
+uploaded classifiers (FedMHO-MD, Eq. 6 as the code computes it: one softmax of the mean logits), ``kd: sd`` the
+frozen initial global model (FedMHO-SD, Eq. 7), ``kd: none`` is plain FedMHO. The official KL uses
+``KLDivLoss()``'s default ``reduction='mean'`` (the mean over B × C elements, i.e. 1/C of the batch-mean KL);
+``kd_reduction: batchmean`` is the textbook scale (SPEC §1.7). The student trains in train mode (VGG-9's dropout
+active), the teachers in eval mode. Defaults are the paper's Fashion-MNIST values (Table III); the paper's params
+file sets the other datasets'.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..errors import ConfigError
+from ..generative.synthesis import allocate, clean, decoder_from_upload, generate
+from . import register
+from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, track_epochs
+
+
+@register
+class FedMHO(ServerMethod):
+    name = "fedmho"
+    description = "decoders generate, k-means cleans, global from the classifiers' average trained with CE (+KD)"
+    trains_global = True
+    defaults = {"kd": "none", "lam": 1.0, "temperature": 1.0, "kd_reduction": "mean", "samples": 6000,
+                "keep": 0.8, "epochs": 20, "lr": 5e-4, "batch_size": 64, "init": "average"}
+    allowed = {"kd": ("none", "md", "sd"), "kd_reduction": ("mean", "batchmean"), "init": ("average", "random")}
+    epoch_keys = ("epochs",)
+    positive = ("temperature", "samples", "keep", "epochs", "lr", "batch_size")
+
+    def run(self, ctx: ServerContext) -> ServerResult:
+        p = self.resolved(ctx.profile)
+        if p["keep"] > 1:
+            raise ConfigError("server.fedmho.keep", f"{p['keep']} must be in (0, 1]")
+        classifiers = [u for u in ctx.uploads if u.kind == "classifier"]
+        decoders = [u for u in ctx.uploads if u.kind == "cvae_decoder"]
+        if not decoders:
+            raise ConfigError("methods", "fedmho needs generative clients (cvae_decoder uploads); the uploads are "
+                                         + ", ".join(sorted({u.kind for u in ctx.uploads})))
+        wrong = sorted({u.manifest.get("arch") for u in classifiers} - {ctx.model_name})
+        if wrong and (p["init"] == "average" or p["kd"] == "md"):
+            raise ConfigError("methods", f"fedmho averages the classifiers into the global {ctx.model_name}; "
+                                         f"clients also use {', '.join(wrong)}")
+        if not classifiers and (p["init"] == "average" or p["kd"] == "md"):
+            raise ConfigError("server.fedmho.init", "init: average and kd: md need classifier uploads; none came")
+
+        # stage 1: generate and clean
+        counts = np.stack([u.label_histogram for u in decoders])
+        allocation = allocate(counts, int(p["samples"]))
+        x, y = generate([decoder_from_upload(u, ctx.device) for u in decoders], allocation,
+                        ctx.rng("fedmho", "latents"), device=ctx.device)
+        kept = clean(x, y, float(p["keep"]))
+        x, y = x[kept].to(ctx.device), y[kept].to(ctx.device)
+
+        # stage 2: fuse
+        model = ctx.make_global()
+        if p["init"] == "average":
+            model.load_state_dict(average_state_dicts([u.state_dict() for u in classifiers], [1.0] * len(classifiers)))
+        teacher = None
+        if p["kd"] == "md":
+            teacher = ctx.teacher([u.build_model(ctx.device) for u in classifiers])
+        elif p["kd"] == "sd":
+            teacher = copy.deepcopy(model).eval()
+        opt = torch.optim.Adam(model.parameters(), lr=p["lr"])
+        order = ctx.rng("fedmho", "order")
+        T, n, bs = float(p["temperature"]), len(y), int(p["batch_size"])
+
+        def teacher_logits(xb):
+            with torch.no_grad():
+                return teacher.combine(teacher(xb)) if p["kd"] == "md" else teacher(xb)
+
+        def step(epoch: int):
+            model.train()
+            perm = torch.randperm(n, generator=order).to(ctx.device)
+            total, batches = 0.0, 0
+            for i in range(0, n, bs):
+                idx = perm[i : i + bs]
+                logits = model(x[idx])
+                loss = F.cross_entropy(logits, y[idx])
+                if teacher is not None:
+                    kd = F.kl_div(F.log_softmax(logits / T, 1), F.softmax(teacher_logits(x[idx]) / T, 1),
+                                  reduction="sum")  # then / (B·C) as the code's KLDivLoss(), or / B (batchmean),
+                    kd = kd / (logits.numel() if p["kd_reduction"] == "mean" else len(idx))  # written out: torch
+                    loss = loss + p["lam"] * kd                       # will change what reduction="mean" means
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                total += loss.item()
+                batches += 1
+            model.eval()
+            return model, {"train_loss": total / max(1, batches)}
+
+        curve = track_epochs(ctx, int(p["epochs"]), step, f"fedmho ({p['kd']})", start=model)
+        choices = {**p, "synthetic_generated": int(allocation.sum()), "synthetic_kept": int(n),
+                   "classifier_clients": [u.client_id for u in classifiers],
+                   "decoder_clients": [u.client_id for u in decoders]}
+        return ServerResult("classifier", model=model.eval(), curve=curve, choices=choices,
+                            extras={"allocation": allocation.tolist()})

@@ -1,0 +1,72 @@
+"""FedMHO's server (methods/fedmho.py) on a tiny setting: two classifier clients, two decoder clients."""
+import numpy as np
+import pytest
+import torch
+
+from osfl.clients.upload import read_uploads, write_upload
+from osfl.config import get_profile
+from osfl.errors import ConfigError
+from osfl.generative.synthesis import allocate, write_decoder_upload
+from osfl.methods import METHODS
+from osfl.methods.base import ServerContext, average_state_dicts
+from osfl.models import build_model
+
+SHAPE, K = (1, 28, 28), 3
+HIST = [[20, 0, 5], [0, 10, 5]]
+
+
+def make_ctx(tmp_path, decoders=True):
+    torch.manual_seed(0)
+    for k in range(2):
+        write_upload(tmp_path, k, "classifier",
+                     {"arch": "cnn2", "input_shape": list(SHAPE), "num_classes": K, "n_samples": 30,
+                      "label_histogram": [10, 10, 10]},
+                     tensors={"state_dict": build_model("cnn2", SHAPE, K).state_dict()})
+    if decoders:
+        for k, hist in enumerate(HIST, start=2):
+            write_decoder_upload(tmp_path, k, build_model("cvae_small", SHAPE, K), arch="cvae_small",
+                                 input_shape=SHAPE, num_classes=K, label_histogram=hist, n_samples=sum(hist))
+    g = torch.Generator().manual_seed(1)
+    return ServerContext(uploads=read_uploads(tmp_path), model_name="cnn2", input_shape=SHAPE, num_classes=K,
+                         x_test=torch.randint(0, 255, (40, *SHAPE), dtype=torch.uint8, generator=g),
+                         y_test=torch.randint(0, K, (40,), generator=g), device=torch.device("cpu"), seed=0,
+                         profile=get_profile("smoke"), progress=False)
+
+
+def run(ctx, **kw):
+    return METHODS.get("fedmho")(samples=60, batch_size=16, **kw).run(ctx)
+
+
+def test_generation_cleaning_and_init(tmp_path):
+    ctx = make_ctx(tmp_path)
+    res = run(ctx)
+    alloc = allocate(np.array(HIST), 60)
+    assert res.extras["allocation"] == alloc.tolist()
+    per_class = alloc.sum(axis=0)
+    assert res.choices["synthetic_generated"] == per_class.sum()
+    assert res.choices["synthetic_kept"] == sum(int(np.floor(0.8 * n)) for n in per_class)
+    assert res.choices["decoder_clients"] == [2, 3] and res.choices["classifier_clients"] == [0, 1]
+    # epoch 0 is the uniform average of the two classifiers (Eq. 4)
+    avg = build_model("cnn2", SHAPE, K)
+    avg.load_state_dict(average_state_dicts([u.state_dict() for u in ctx.uploads[:2]], [1.0, 1.0]))
+    assert res.curve[0] == {"epoch": 0, "test_acc": ctx.evaluate(avg.eval())}
+    assert len(res.curve) > 1
+
+
+def test_runs_are_seeded_and_kd_variants_differ(tmp_path):
+    ctx = make_ctx(tmp_path)
+    states = {name: run(ctx, **kw).model.state_dict()
+              for name, kw in {"none": {}, "again": {}, "sd0": {"kd": "sd", "lam": 0.0}, "sd": {"kd": "sd"},
+                               "md": {"kd": "md"}}.items()}
+    same = lambda a, b: all(torch.equal(x, y) for x, y in zip(states[a].values(), states[b].values()))
+    assert same("none", "again") and same("none", "sd0")  # λ = 0 adds exactly nothing
+    assert not same("none", "sd") and not same("none", "md") and not same("sd", "md")
+
+
+def test_refuses_settings_it_cannot_run(tmp_path):
+    with pytest.raises(ConfigError, match="^methods: fedmho needs generative clients"):
+        run(make_ctx(tmp_path / "a", decoders=False))
+    with pytest.raises(ConfigError, match="^server.fedmho.keep:"):
+        run(make_ctx(tmp_path / "b"), keep=1.5)
+    with pytest.raises(ConfigError, match="^server.fedmho.kd: unknown value 'xd'"):
+        METHODS.get("fedmho")(kd="xd")
