@@ -70,3 +70,16 @@ def test_refuses_settings_it_cannot_run(tmp_path):
         run(make_ctx(tmp_path / "b"), keep=1.5)
     with pytest.raises(ConfigError, match="^server.fedmho.kd: unknown value 'xd'"):
         METHODS.get("fedmho")(kd="xd")
+
+
+def test_fedcvae_trains_a_fresh_model_on_every_generated_image(tmp_path):
+    ctx = make_ctx(tmp_path)
+    res = METHODS.get("fedcvae")(samples=60, batch_size=16).run(ctx)
+    assert res.choices["synthetic_kept"] == res.choices["synthetic_generated"] == allocate(np.array(HIST), 60).sum()
+    assert res.choices["decoder_clients"] == [2, 3] and res.choices["ignored_clients"] == [0, 1]
+    fresh = ctx.make_global().eval()  # the run's seeded initialisation, not the classifiers' average
+    assert res.curve[0]["test_acc"] == ctx.evaluate(fresh)
+    again = METHODS.get("fedcvae")(samples=60, batch_size=16).run(ctx)
+    assert all(torch.equal(a, b) for a, b in zip(res.model.state_dict().values(), again.model.state_dict().values()))
+    with pytest.raises(ConfigError, match="^methods: fedcvae needs generative clients"):
+        METHODS.get("fedcvae")().run(make_ctx(tmp_path / "c", decoders=False))

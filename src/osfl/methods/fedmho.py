@@ -17,12 +17,8 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-
 from ..errors import ConfigError
-from ..generative.synthesis import allocate, clean, decoder_from_upload, generate
+from ..generative.fusion import epoch_step, synthetic_set
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, track_epochs
 
@@ -55,12 +51,7 @@ class FedMHO(ServerMethod):
             raise ConfigError("server.fedmho.init", "init: average and kd: md need classifier uploads; none came")
 
         # stage 1: generate and clean
-        counts = np.stack([u.label_histogram for u in decoders])
-        allocation = allocate(counts, int(p["samples"]))
-        x, y = generate([decoder_from_upload(u, ctx.device) for u in decoders], allocation,
-                        ctx.rng("fedmho", "latents"), device=ctx.device)
-        kept = clean(x, y, float(p["keep"]))
-        x, y = x[kept].to(ctx.device), y[kept].to(ctx.device)
+        syn = synthetic_set(decoders, p["samples"], p["keep"], ctx.rng("fedmho", "latents"), ctx.device)
 
         # stage 2: fuse
         model = ctx.make_global()
@@ -68,41 +59,16 @@ class FedMHO(ServerMethod):
             model.load_state_dict(average_state_dicts([u.state_dict() for u in classifiers], [1.0] * len(classifiers)))
         teacher = None
         if p["kd"] == "md":
-            teacher = ctx.teacher([u.build_model(ctx.device) for u in classifiers])
+            ens = ctx.teacher([u.build_model(ctx.device) for u in classifiers])
+            teacher = lambda xb: ens.combine(ens(xb))  # noqa: E731 - softmax of the averaged logits (SPEC §1.7)
         elif p["kd"] == "sd":
             teacher = copy.deepcopy(model).eval()
-        opt = torch.optim.Adam(model.parameters(), lr=p["lr"])
-        order = ctx.rng("fedmho", "order")
-        T, n, bs = float(p["temperature"]), len(y), int(p["batch_size"])
-
-        def teacher_logits(xb):
-            with torch.no_grad():
-                return teacher.combine(teacher(xb)) if p["kd"] == "md" else teacher(xb)
-
-        def step(epoch: int):
-            model.train()
-            perm = torch.randperm(n, generator=order).to(ctx.device)
-            total, batches = 0.0, 0
-            for i in range(0, n, bs):
-                idx = perm[i : i + bs]
-                logits = model(x[idx])
-                loss = F.cross_entropy(logits, y[idx])
-                if teacher is not None:
-                    kd = F.kl_div(F.log_softmax(logits / T, 1), F.softmax(teacher_logits(x[idx]) / T, 1),
-                                  reduction="sum")  # then / (B·C) as the code's KLDivLoss(), or / B (batchmean),
-                    kd = kd / (logits.numel() if p["kd_reduction"] == "mean" else len(idx))  # written out: torch
-                    loss = loss + p["lam"] * kd                       # will change what reduction="mean" means
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                total += loss.item()
-                batches += 1
-            model.eval()
-            return model, {"train_loss": total / max(1, batches)}
-
+        step = epoch_step(model, syn["x"], syn["y"], lr=p["lr"], batch_size=int(p["batch_size"]),
+                          order=ctx.rng("fedmho", "order"), teacher=teacher, lam=p["lam"], T=float(p["temperature"]),
+                          kd_reduction=p["kd_reduction"])
         curve = track_epochs(ctx, int(p["epochs"]), step, f"fedmho ({p['kd']})", start=model)
-        choices = {**p, "synthetic_generated": int(allocation.sum()), "synthetic_kept": int(n),
+        choices = {**p, "synthetic_generated": syn["generated"], "synthetic_kept": len(syn["y"]),
                    "classifier_clients": [u.client_id for u in classifiers],
                    "decoder_clients": [u.client_id for u in decoders]}
         return ServerResult("classifier", model=model.eval(), curve=curve, choices=choices,
-                            extras={"allocation": allocation.tolist()})
+                            extras={"allocation": syn["allocation"].tolist()})
