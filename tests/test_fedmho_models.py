@@ -5,10 +5,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from osfl.cost.flops import count_macs, format_count
+from osfl.cost.flops import format_count, macs_at_batch_one
 from osfl.errors import ConfigError
 from osfl.models import build_model, count_parameters
-from osfl.models.cvae import CVAE
 from osfl.reporting.published import parse_cell
 
 TABLE2 = Path(__file__).resolve().parents[1] / "papers" / "fedmho" / "published" / "table02_flops.csv"
@@ -61,9 +60,7 @@ def _table2():
 
 
 def _macs(name, shape, k, **kw):
-    model = build_model(name, shape, k)
-    x = torch.rand(1, *shape)
-    return count_macs(model, x, torch.tensor([0]), **kw) if isinstance(model, CVAE) else count_macs(model, x, **kw)
+    return macs_at_batch_one(build_model(name, shape, k), shape, **kw)
 
 
 @pytest.mark.parametrize("row,column,shape,k,paper", list(_table2()), ids=lambda v: str(v))

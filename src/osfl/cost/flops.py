@@ -52,3 +52,13 @@ def format_count(n: float) -> str:
         if n >= scale:
             return f"{n / scale:.2f}{unit}"
     return str(int(n))
+
+
+def macs_at_batch_one(model: nn.Module, shape, transposed: str = "output") -> int:
+    """:func:`count_macs` of one input of ``shape`` (C, H, W), as the papers' FLOPs tables count; a conditional
+    VAE (:class:`osfl.models.cvae.CVAE`) also gets its label."""
+    from ..models.cvae import CVAE
+
+    x = torch.zeros(1, *shape)
+    args = (x, torch.zeros(1, dtype=torch.long)) if isinstance(model, CVAE) else (x,)
+    return count_macs(model, *args, transposed=transposed)

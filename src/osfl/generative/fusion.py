@@ -2,7 +2,7 @@
 FedMHO's code runs it): the pieces FedMHO and FedCVAE share, so neither method file holds a copy.
 
 * :func:`synthetic_set`: decode the ``cvae_decoder`` uploads with the squared-count allocation and keep the
-  ``keep`` fraction per class (:mod:`.synthesis`), on the device.
+  ``keep`` fraction per class (:mod:`.synthesis`), on the device; refuses a cohort without decoders.
 * :func:`epoch_step`: one function per server epoch: Adam on cross-entropy plus ``lam`` × KL to a teacher's
   softmax (temperature ``T``), the student in train mode, a fresh seeded permutation per epoch; for
   ``track_epochs`` of the methods' base.
@@ -15,24 +15,34 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..distill.losses import kl_div_t
+from ..errors import ConfigError
 from .synthesis import allocate, clean, decoder_from_upload, generate
 
 
-def synthetic_set(uploads: Sequence, samples: int, keep: float, gen: torch.Generator, device) -> dict:
-    """``{"x", "y", "allocation", "generated"}`` from the decoder uploads (cleaned to ``keep`` per class)."""
-    counts = np.stack([u.label_histogram for u in uploads])
-    allocation = allocate(counts, int(samples))
-    x, y = generate([decoder_from_upload(u, device) for u in uploads], allocation, gen, device=device)
+def synthetic_set(uploads: Sequence, samples: int, keep: float, gen: torch.Generator, device, *,
+                  method: str) -> dict:
+    """``{"x", "y", "allocation", "generated", "decoders"}`` from the ``cvae_decoder`` uploads among ``uploads``
+    (cleaned to ``keep`` per class); errors name ``method``'s keys."""
+    if keep > 1:
+        raise ConfigError(f"server.{method}.keep", f"{keep} must be in (0, 1]")
+    decoders = [u for u in uploads if u.kind == "cvae_decoder"]
+    if not decoders:
+        raise ConfigError("methods", f"{method} needs generative clients (cvae_decoder uploads); the uploads are "
+                                     + ", ".join(sorted({u.kind for u in uploads})))
+    allocation = allocate(np.stack([u.label_histogram for u in decoders]), int(samples))
+    x, y = generate([decoder_from_upload(u, device) for u in decoders], allocation, gen, device=device)
     kept = clean(x, y, float(keep))
-    return {"x": x[kept].to(device), "y": y[kept].to(device), "allocation": allocation, "generated": len(x)}
+    return {"x": x[kept].to(device), "y": y[kept].to(device), "allocation": allocation, "generated": len(x),
+            "decoders": decoders}
 
 
 def kl_to_teacher(logits: torch.Tensor, teacher_logits: torch.Tensor, T: float, reduction: str) -> torch.Tensor:
-    """KL(softmax(teacher / T) ‖ softmax(student / T)); ``reduction`` ``"mean"`` divides the sum by B·C, as
-    ``torch.nn.KLDivLoss()``'s default did in the official code, ``"batchmean"`` by B (written out, since torch
-    will change what ``reduction="mean"`` means)."""
-    kd = F.kl_div(F.log_softmax(logits / T, 1), F.softmax(teacher_logits / T, 1), reduction="sum")
-    return kd / (logits.numel() if reduction == "mean" else len(logits))
+    """The library's KL(softmax(teacher / T) ‖ softmax(student / T))·T² (:func:`osfl.distill.losses.kl_div_t`,
+    averaged over the batch); ``reduction="mean"`` also divides by the class count C, which is what
+    ``torch.nn.KLDivLoss()``'s default (the mean over B × C elements) computes in the official code at T = 1."""
+    kd = kl_div_t(logits, teacher_logits, T)
+    return kd / logits.shape[1] if reduction == "mean" else kd
 
 
 def epoch_step(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, lr: float, batch_size: int,

@@ -69,8 +69,9 @@ def clean(x: torch.Tensor, y: torch.Tensor, keep: float) -> torch.Tensor:
         k = int(np.floor(keep * len(idx)))
         if k == 0:
             continue
-        centre = KMeans(n_clusters=1, random_state=0, n_init=1).fit(flat[idx.numpy()]).cluster_centers_[0]
-        dist = torch.from_numpy(np.linalg.norm(flat[idx.numpy()] - centre, axis=1))
+        rows = flat[idx.numpy()]
+        centre = KMeans(n_clusters=1, random_state=0, n_init=1).fit(rows).cluster_centers_[0]
+        dist = torch.from_numpy(np.linalg.norm(rows - centre, axis=1))
         order = torch.argsort(dist, stable=True)  # ties keep the generation order
         kept.append(idx[order[:k]])
     return torch.sort(torch.cat(kept)).values if kept else torch.zeros(0, dtype=torch.long)

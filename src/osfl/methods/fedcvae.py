@@ -10,7 +10,6 @@ samples labels from each client's own distribution (ANCHORS §4); those are not 
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
 from ..generative.fusion import epoch_step, synthetic_set
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
@@ -27,19 +26,14 @@ class FedCVAE(ServerMethod):
 
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)
-        if p["keep"] > 1:
-            raise ConfigError("server.fedcvae.keep", f"{p['keep']} must be in (0, 1]")
-        decoders = [u for u in ctx.uploads if u.kind == "cvae_decoder"]
-        if not decoders:
-            raise ConfigError("methods", "fedcvae needs generative clients (cvae_decoder uploads); the uploads are "
-                                         + ", ".join(sorted({u.kind for u in ctx.uploads})))
-        syn = synthetic_set(decoders, p["samples"], p["keep"], ctx.rng("fedcvae", "latents"), ctx.device)
+        syn = synthetic_set(ctx.uploads, p["samples"], p["keep"], ctx.rng("fedcvae", "latents"), ctx.device,
+                            method=self.name)
         model = ctx.make_global()
         step = epoch_step(model, syn["x"], syn["y"], lr=p["lr"], batch_size=int(p["batch_size"]),
                           order=ctx.rng("fedcvae", "order"))
         curve = track_epochs(ctx, int(p["epochs"]), step, "fedcvae", start=model)
         choices = {**p, "synthetic_generated": syn["generated"], "synthetic_kept": len(syn["y"]),
-                   "decoder_clients": [u.client_id for u in decoders],
+                   "decoder_clients": [u.client_id for u in syn["decoders"]],
                    "ignored_clients": [u.client_id for u in ctx.uploads if u.kind != "cvae_decoder"]}
         return ServerResult("classifier", model=model.eval(), curve=curve, choices=choices,
                             extras={"allocation": syn["allocation"].tolist()})

@@ -36,13 +36,7 @@ class FedMHO(ServerMethod):
 
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)
-        if p["keep"] > 1:
-            raise ConfigError("server.fedmho.keep", f"{p['keep']} must be in (0, 1]")
         classifiers = [u for u in ctx.uploads if u.kind == "classifier"]
-        decoders = [u for u in ctx.uploads if u.kind == "cvae_decoder"]
-        if not decoders:
-            raise ConfigError("methods", "fedmho needs generative clients (cvae_decoder uploads); the uploads are "
-                                         + ", ".join(sorted({u.kind for u in ctx.uploads})))
         wrong = sorted({u.manifest.get("arch") for u in classifiers} - {ctx.model_name})
         if wrong and (p["init"] == "average" or p["kd"] == "md"):
             raise ConfigError("methods", f"fedmho averages the classifiers into the global {ctx.model_name}; "
@@ -50,8 +44,9 @@ class FedMHO(ServerMethod):
         if not classifiers and (p["init"] == "average" or p["kd"] == "md"):
             raise ConfigError("server.fedmho.init", "init: average and kd: md need classifier uploads; none came")
 
-        # stage 1: generate and clean
-        syn = synthetic_set(decoders, p["samples"], p["keep"], ctx.rng("fedmho", "latents"), ctx.device)
+        # stage 1: generate and clean (refuses a cohort without decoders)
+        syn = synthetic_set(ctx.uploads, p["samples"], p["keep"], ctx.rng("fedmho", "latents"), ctx.device,
+                            method=self.name)
 
         # stage 2: fuse
         model = ctx.make_global()
@@ -59,8 +54,7 @@ class FedMHO(ServerMethod):
             model.load_state_dict(average_state_dicts([u.state_dict() for u in classifiers], [1.0] * len(classifiers)))
         teacher = None
         if p["kd"] == "md":
-            ens = ctx.teacher([u.build_model(ctx.device) for u in classifiers])
-            teacher = lambda xb: ens.combine(ens(xb))  # noqa: E731 - softmax of the averaged logits (SPEC §1.7)
+            teacher = ctx.teacher([u.build_model(ctx.device) for u in classifiers]).predict  # averaged logits
         elif p["kd"] == "sd":
             teacher = copy.deepcopy(model).eval()
         step = epoch_step(model, syn["x"], syn["y"], lr=p["lr"], batch_size=int(p["batch_size"]),
@@ -69,6 +63,6 @@ class FedMHO(ServerMethod):
         curve = track_epochs(ctx, int(p["epochs"]), step, f"fedmho ({p['kd']})", start=model)
         choices = {**p, "synthetic_generated": syn["generated"], "synthetic_kept": len(syn["y"]),
                    "classifier_clients": [u.client_id for u in classifiers],
-                   "decoder_clients": [u.client_id for u in decoders]}
+                   "decoder_clients": [u.client_id for u in syn["decoders"]]}
         return ServerResult("classifier", model=model.eval(), curve=curve, choices=choices,
                             extras={"allocation": syn["allocation"].tolist()})

@@ -28,7 +28,7 @@ def _run(args) -> None:
     params = load_params(args.params)
     paper = importlib.import_module(f"osfl.papers.{args.paper}")
     written = paper.render(params, Path("results"), Path("data/prepared"), Path("reports"),
-                                        paper_results_root=Path("results/paper"), summary=Path("summary.json"))
+                           paper_results_root=Path("results/paper"), summary=Path("summary.json"))
     print(f"render: {len(written)} files in reports/ and summary.json")
 
 
