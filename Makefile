@@ -3,7 +3,7 @@
 #   make verify  install, pull, recompute every main stage (dvc repro -f), check models and curves are byte-identical
 #   make test    install into .venv, then run the test suite (includes the whole pipeline at smoke profile)
 #   make fedhydra  install, then reproduce FedHydra's tables and figures (papers/fedhydra/, a DVC project of its own)
-#   make fedmho    install, then reproduce what exists of FedMHO's (papers/fedmho/: Table II so far)
+#   make fedmho    install, then reproduce FedMHO's pipeline (papers/fedmho/: Tables I-IV, Figs. 5 and 9 so far)
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin

@@ -90,6 +90,6 @@ def test_train_cvae_refuses_a_classifier_and_unknown_reductions():
     with pytest.raises(ConfigError, match="^model: train_cvae needs a conditional VAE"):
         train_cvae(build_model("cnn_mnist", (1, 28, 28), 3), x, y, epochs=1, batch_size=4, lr=1e-3,
                    gen=torch.Generator())
-    with pytest.raises(ConfigError, match="^local.cvae_reduction:"):
+    with pytest.raises(ConfigError, match="^cvae.reduction:"):
         train_cvae(build_model("cvae_small", (1, 28, 28), 3), x, y, epochs=1, batch_size=4, lr=1e-3,
                    gen=torch.Generator(), reduction="mean")

@@ -37,6 +37,7 @@ CASES = [
     ("dirichlet", {"alpha": 0.5}, 10, True),
     ("dirichlet", {"alpha": 0.1}, 20, True),
     ("dirichlet_grouped", {"alpha": 0.5}, 20, True),
+    ("dirichlet_feddf", {"alpha": 0.1}, 10, True),
     ("classes_per_client", {"classes_per_client": 2}, 100, True),
     ("classes_per_client", {"classes_per_client": 2, "assignment": "disjoint"}, 5, True),
     ("classes_per_client", {"classes_per_client": 3, "assignment": "random"}, 10, False),
@@ -53,7 +54,8 @@ def _ids(case):
 
 def test_registry_has_all_schemes():
     assert set(PARTITIONS.names()) == {
-        "iid", "dirichlet", "dirichlet_grouped", "classes_per_client", "size_skew", "inner_dirichlet",
+        "iid", "dirichlet", "dirichlet_grouped", "dirichlet_feddf", "classes_per_client", "size_skew",
+        "inner_dirichlet",
     }
     for name in PARTITIONS:
         spec = PARTITIONS.get(name)
@@ -440,3 +442,21 @@ def test_partition_summary():
     assert s["clients_per_class"] == [20] * 10
     assert s["mean_label_entropy_bits"] == pytest.approx(1.0)
     assert isinstance(p, Partition)
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.1])
+def test_dirichlet_feddf_every_client_holds_half_its_fair_share(alpha):
+    """FedMHO's partitioner (FedDF's code): redrawn until each client holds >= 0.5 N/m samples; NIID-Bench's
+    labeldir guarantees only 10 samples; min_share is the knob."""
+    m, n = 10, len(LABELS)
+    p = make_partition(LABELS, "dirichlet_feddf", m, seed=3, alpha=alpha)
+    sizes = [len(i) for i in p.client_indices]
+    assert min(sizes) >= 0.5 * n / m
+    assert sum(sizes) == n
+    strict = make_partition(LABELS, "dirichlet_feddf", m, seed=3, alpha=alpha, min_share=0.7)
+    assert min(len(i) for i in strict.client_indices) >= 0.7 * n / m
+
+
+def test_dirichlet_feddf_min_share_is_checked():
+    with pytest.raises(ConfigError, match="min_share"):
+        validate_params("dirichlet_feddf", 10, 6000, 10, alpha=0.5, min_share=1.5)

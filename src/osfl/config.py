@@ -111,6 +111,47 @@ class LocalTraining:
         return asdict(self)
 
 
+CVAE_REDUCTIONS = ("batch_mean", "sum")  # the official per-dataset reductions (FedMHO SPEC §1.2)
+
+
+@dataclass(frozen=True)
+class CVAETraining:
+    """A generative client's local training (params key ``cvae``): Adam on
+    :func:`osfl.generative.cvae.cvae_loss`. Defaults are FedMHO's
+    Fashion-MNIST values (Table III: 40 epochs, lr 5e-2, batch 64; β = 1 and the per-dataset reduction from the
+    official code, SPEC §1.2); a paper's params file sets the other datasets' under ``per_dataset``."""
+
+    epochs: int = 40
+    batch_size: int = 64
+    lr: float = 5e-2
+    beta: float = 1.0
+    reduction: str = "batch_mean"
+
+    KEYS = ("epochs", "batch_size", "lr", "beta", "reduction")
+
+    @classmethod
+    def from_params(cls, cvae: Mapping[str, Any] | None, key: str = "cvae") -> "CVAETraining":
+        cvae = cvae or {}
+        if not isinstance(cvae, Mapping):
+            raise ConfigError(key, f"must be a mapping ({', '.join(cls.KEYS)})")
+        for k in cvae:
+            if k not in cls.KEYS:
+                raise unknown_key(f"{key}.{k}", cls.KEYS)
+        d = cls.__dataclass_fields__
+
+        def get(k):
+            return cvae[k] if k in cvae else d[k].default
+
+        return cls(epochs=check_int(f"{key}.epochs", get("epochs"), minimum=0),
+                   batch_size=check_int(f"{key}.batch_size", get("batch_size"), minimum=1),
+                   lr=check_float(f"{key}.lr", get("lr"), positive=True),
+                   beta=check_float(f"{key}.beta", get("beta"), minimum=0.0),
+                   reduction=check_choice(f"{key}.reduction", get("reduction"), list(CVAE_REDUCTIONS)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def client_architectures(value: Any, clients: int, model: str, shape) -> list[str]:
     """Each client's architecture. ``client_models`` empty (or absent): every client uses ``model``, the server's
     architecture (homogeneous). A list (or comma-separated string) of ``clients`` registry names: client k uses entry k (heterogeneous

@@ -113,11 +113,12 @@ def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bo
 
 
 def upload_cohort(out: str | Path, cohort: Cohort, results: Sequence[TrainResult], *, spec, class_counts,
-                  x_test: torch.Tensor, y_test: torch.Tensor, train_info: dict) -> tuple[list[ClientUpload],
-                                                                                      list[float]]:
+                  x_test: torch.Tensor, y_test: torch.Tensor, train_info: dict,
+                  ids: Sequence[int] | None = None) -> tuple[list[ClientUpload], list[float]]:
     """Write each client's ``classifier`` upload under ``out``; returns (uploads, test accuracy per client).
 
     ``train_info`` goes into each manifest's ``train`` entry, with the client's final loss and step count.
+    ``ids`` are the clients' ids in the whole setting (default 0, 1, ...) when the cohort is a part of it.
     """
     uploads, accs = [], []
     for k, (model, res) in enumerate(zip(cohort.models, results)):
@@ -129,7 +130,8 @@ def upload_cohort(out: str | Path, cohort: Cohort, results: Sequence[TrainResult
             "train": {**train_info, "final_loss": res.final_loss, "steps": res.steps},
             "curve": res.curve,
         }
-        uploads.append(write_upload(out, k, "classifier", manifest, tensors={"state_dict": model.state_dict()}))
+        uploads.append(write_upload(out, k if ids is None else int(ids[k]), "classifier", manifest,
+                                    tensors={"state_dict": model.state_dict()}))
         accs.append(acc)
     return uploads, accs
 

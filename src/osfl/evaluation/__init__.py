@@ -41,6 +41,12 @@ def ensemble_predictor(models: Sequence[torch.nn.Module], weights: Sequence[floa
     return BatchedEnsemble(models, w, batched=batched).predict
 
 
+def voting_predictor(models: Sequence[torch.nn.Module]) -> Predictor:
+    """Prototype voting (FedMHO SPEC §2, ``federated_average_ensemble.py``): one model per client architecture,
+    their logits averaged with equal weights (soft voting)."""
+    return ensemble_predictor(list(models))
+
+
 def uploads_ensemble(uploads, members: Sequence[int], weights: Sequence[float], device: torch.device) -> Predictor:
     """The ensemble a server method returned (``members``: client ids, with their ``weights``), rebuilt from the
     client uploads on ``device``."""

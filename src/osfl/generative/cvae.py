@@ -14,11 +14,11 @@ import torch
 import torch.nn.functional as F
 
 from ..clients.training import TrainResult
+from ..config import CVAE_REDUCTIONS as REDUCTIONS
 from ..errors import ConfigError
 from ..evaluation import to_float
 from ..models.cvae import CVAE
 
-REDUCTIONS = ("batch_mean", "sum")
 
 
 def cvae_loss(model: CVAE, x: torch.Tensor, y: torch.Tensor, noise: torch.Tensor, *, beta: float = 1.0,
@@ -38,7 +38,7 @@ def train_cvae(model: CVAE, x_u8: torch.Tensor, y: torch.Tensor, *, epochs: int,
     permutation per epoch and every ε drawn from ``gen`` (a CPU generator). ``final_loss`` is the last epoch's
     mean loss per batch."""
     if reduction not in REDUCTIONS:
-        raise ConfigError("local.cvae_reduction", f"{reduction!r} is not one of {', '.join(REDUCTIONS)}")
+        raise ConfigError("cvae.reduction", f"{reduction!r} is not one of {', '.join(REDUCTIONS)}")
     if not isinstance(model, CVAE):
         raise ConfigError("model", f"train_cvae needs a conditional VAE (cvae_small, cvae_large), not {type(model).__name__}")
     opt = torch.optim.Adam(model.parameters(), lr=lr)

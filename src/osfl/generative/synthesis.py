@@ -15,7 +15,6 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from sklearn.cluster import KMeans
 
 from ..errors import ConfigError
 
@@ -62,6 +61,8 @@ def clean(x: torch.Tensor, y: torch.Tensor, keep: float) -> torch.Tensor:
     """Indices (ascending) of the samples kept: per class, the ⌊keep · n_c⌋ nearest the 1-cluster k-means centre."""
     if not 0 < keep <= 1:
         raise ConfigError("clean_rate", f"{keep} must be in (0, 1]")
+    from sklearn.cluster import KMeans  # imported when used: every stage importing the methods would pay 1 s
+
     kept = []
     flat = x.reshape(len(x), -1).double().numpy()
     for c in torch.unique(y).tolist():

@@ -8,8 +8,9 @@ global model for many epochs (``trains_global = True``) and the choices in force
 Hyper-parameters: ``defaults`` holds the paper's values and the SPEC's proposals for values the paper leaves
 open; ``params.yaml`` may override any of them under ``server.<method>``; an unknown key fails early.
 ``epoch_keys``, ``step_keys``, ``synth_keys`` and ``width_keys`` name the hyper-parameters the ``profile`` knob
-scales (epoch counts, steps per server epoch, synthetic batch sizes, generator widths; see :class:`osfl.config.Profile`); the values in force are
-recorded with the results.
+scales (epoch counts, steps per server epoch, synthetic batch sizes, generator widths; see :class:`osfl.config.Profile`); ``data_keys``
+(the size of a set the server generates and trains on, e.g. FedMHO's M) are capped at the profile's ``max_train``
+like the clients' data; the values in force are recorded with the results.
 """
 from __future__ import annotations
 
@@ -83,20 +84,34 @@ class ServerContext:
 
         return torch.Generator().manual_seed(derive_seed(self.seed, "server", *tags))
 
-    def make_global(self) -> torch.nn.Module:
-        """A fresh global model, its weights drawn on the CPU from the run's seed (the same on every device)."""
+    def make_global(self, arch: str | None = None) -> torch.nn.Module:
+        """A fresh global model, its weights drawn on the CPU from the run's seed (the same on every device);
+        ``arch`` builds another architecture than the server's (prototype voting: one global model per client
+        architecture), drawn under a seed of its own."""
         from ..models import build_model
         from ..runtime import derive_seed, seeded_init
 
-        with seeded_init(derive_seed(self.seed, "server", "global-init")):
-            model = build_model(self.model_name, self.input_shape, self.num_classes)
+        tags = ("global-init",) if arch is None or arch == self.model_name else ("global-init", arch)
+        with seeded_init(derive_seed(self.seed, "server", *tags)):
+            model = build_model(arch or self.model_name, self.input_shape, self.num_classes)
         return model.to(self.device)
+
+    def prototypes(self) -> dict[str, list[ClientUpload]]:
+        """The classifier uploads grouped by architecture, in order of first appearance (FedMHO's "model
+        prototypes"); other upload kinds are left out."""
+        groups: dict[str, list] = {}
+        for u in self.uploads:
+            if u.kind == "classifier":
+                groups.setdefault(u.manifest["arch"], []).append(u)
+        return groups
 
 
 @dataclass
 class ServerResult:
-    kind: str  # "classifier" (a global model) or "ensemble" (client models combined at prediction time)
+    kind: str  # "classifier" (a global model), "ensemble" (client models combined at prediction time) or
+    #            "voting" (one global model per client architecture, their logits averaged: FedMHO's prototype voting)
     model: torch.nn.Module | None = None
+    prototypes: dict[str, torch.nn.Module] = field(default_factory=dict)  # voting: architecture -> its model
     members: list[int] = field(default_factory=list)  # ensemble: client ids
     weights: list[float] = field(default_factory=list)  # ensemble: combination weights
     curve: list[dict] = field(default_factory=list)  # [{"epoch": e, "test_acc": a, ...}], e = 0, 1, ...: trained globals
@@ -113,6 +128,7 @@ class ServerMethod:
     step_keys: ClassVar[tuple[str, ...]] = ()  # steps inside one server epoch (generator, MS, KD steps)
     synth_keys: ClassVar[tuple[str, ...]] = ()
     width_keys: ClassVar[tuple[str, ...]] = ()
+    data_keys: ClassVar[tuple[str, ...]] = ()  # sizes of a server-side training set: capped at the profile's max_train
     allowed: ClassVar[dict[str, tuple]] = {}  # key -> allowed values, for choice parameters
     positive: ClassVar[tuple[str, ...]] = ()  # numeric keys that must be > 0 (other numeric keys: >= 0)
 
@@ -148,6 +164,9 @@ class ServerMethod:
             out[k] = scaled(int(out[k]), profile.synth_scale)
         for k in self.width_keys:
             out[k] = scaled(int(out[k]), profile.width_scale)
+        if profile.max_train is not None:
+            for k in self.data_keys:
+                out[k] = min(int(out[k]), profile.max_train)
         return out
 
     def run(self, ctx: ServerContext) -> ServerResult:  # pragma: no cover - interface

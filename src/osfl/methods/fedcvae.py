@@ -22,6 +22,7 @@ class FedCVAE(ServerMethod):
     trains_global = True
     defaults = {"samples": 6000, "keep": 1.0, "epochs": 20, "lr": 5e-4, "batch_size": 64}
     epoch_keys = ("epochs",)
+    data_keys = ("samples",)
     positive = ("samples", "keep", "epochs", "lr", "batch_size")
 
     def run(self, ctx: ServerContext) -> ServerResult:

@@ -6,7 +6,7 @@ with Adam (lr 1e-3, cosine annealing over all steps) on KL(AE(d)/T ‖ F_g(d)/T)
 average of the client logits and d are batches of unlabeled images from ANOTHER dataset.
 
 ``aux_data`` (FedHydra does not say what FedDF distilled on, AMBIG-20):
-    ``auto`` follows SPEC §2's proposal: MNIST ↔ Fashion-MNIST, SVHN and CIFAR-10 ← CIFAR-100 (digits ←
+    ``auto`` follows SPEC §2's proposal (:data:`osfl.distill.unlabeled.AUTO_AUX`): MNIST ↔ Fashion-MNIST, SVHN and CIFAR-10 ← CIFAR-100 (digits ←
     Fashion-MNIST); any dataset name of the same image shape picks that dataset; ``generator`` is the data-free
     fallback: a DENSE generator (kept across epochs) trained with CE(AE(G(z)), y) only for ``g_steps`` steps per
     epoch, whose samples are then distilled on.
@@ -17,15 +17,11 @@ and no early stopping is done (the final and the best epoch are both reported).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
-from ..distill import generator_adam, kd_step, make_generator, new_latent, random_labels
+from ..distill.unlabeled import distil_epoch, feddf_batches
 from ..errors import ConfigError
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, client_weights, track_epochs
-
-AUTO_AUX = {"mnist": "fmnist", "fmnist": "mnist", "digits": "fmnist", "emnist": "fmnist",
-            "svhn": "cifar100", "cifar10": "cifar100", "cifar100": "cifar10"}
 
 
 @register
@@ -53,14 +49,9 @@ class FedDF(ServerMethod):
 
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)
-        dev = ctx.device
-        aux = p["aux_data"]
-        if aux == "auto":
-            aux = AUTO_AUX.get(ctx.dataset, "generator")
-        if aux == ctx.dataset:
-            raise ConfigError("server.feddf.aux_data", f"{aux} is the clients' own dataset; FedDF distils on another one")
         models = ctx.client_models()
         teacher = ctx.teacher(models)  # AE: plain average of client logits
+        batches, aux, source = feddf_batches(ctx, p, teacher.predict, method=self.name)
         student = ctx.make_global()
         if p["init"] == "fedavg":
             student.load_state_dict(average_state_dicts([m.state_dict() for m in models],
@@ -68,45 +59,9 @@ class FedDF(ServerMethod):
         total = p["epochs"] * p["steps_per_epoch"]
         opt = torch.optim.Adam(student.parameters(), lr=p["lr"])
         sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total) if p["cosine"] else None
-        rng = ctx.rng("feddf", "batches")
-        b = p["batch_size"]
-
-        if aux == "generator":
-            gen = make_generator(ctx.input_shape, p["nz"], p["ngf"], dev, ctx.rng("feddf", "reset"))
-            draw_rng = ctx.rng("feddf", "latent")
-            opt_g = generator_adam(gen.parameters(), p["lr_g"])
-
-            def batches():
-                gen.train()
-                for _ in range(p["g_steps"]):
-                    z = new_latent(b, p["nz"], dev, draw_rng)
-                    y = random_labels(b, ctx.num_classes, dev, draw_rng)
-                    loss = F.cross_entropy(teacher.predict(gen(z)), y)
-                    opt_g.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt_g.step()
-                gen.eval()
-                for _ in range(p["steps_per_epoch"]):
-                    with torch.no_grad():  # (never yield inside no_grad: it would leak into the caller)
-                        x = gen(new_latent(b, p["nz"], dev, draw_rng))
-                    yield x
-            source = "generator (CE on the averaging ensemble, kept across epochs)"
-        else:
-            x_aux = ctx.load_aux(aux, "server.feddf.aux_data")
-
-            def batches():
-                for _ in range(p["steps_per_epoch"]):
-                    idx = torch.randint(0, len(x_aux), (b,), generator=rng).to(x_aux.device)
-                    yield x_aux[idx].float().div_(255.0)
-            source = f"{aux} training images, labels unused ({len(x_aux)} images)"
 
         def epoch(_: int):
-            for x in batches():
-                with torch.no_grad():
-                    t_out = teacher.predict(x)
-                kd_step(student, opt, x, t_out, T=p["T"])
-                if sched is not None:
-                    sched.step()
+            distil_epoch([student], [opt], [sched], batches, teacher.predict, p["T"])
             return student
 
         curve = track_epochs(ctx, p["epochs"], epoch, desc="feddf", start=student)

@@ -32,6 +32,7 @@ class FedMHO(ServerMethod):
                 "keep": 0.8, "epochs": 20, "lr": 5e-4, "batch_size": 64, "init": "average"}
     allowed = {"kd": ("none", "md", "sd"), "kd_reduction": ("mean", "batchmean"), "init": ("average", "random")}
     epoch_keys = ("epochs",)
+    data_keys = ("samples",)
     positive = ("temperature", "samples", "keep", "epochs", "lr", "batch_size")
 
     def run(self, ctx: ServerContext) -> ServerResult:

@@ -10,9 +10,15 @@ only the input stem and the head change:
 from __future__ import annotations
 
 import torch.nn as nn
-from torchvision import models as tvm
 
 from . import MODELS, ModelSpec
+
+
+def _tvm():
+    """torchvision's model zoo, imported when a network is built (at module level every stage would pay ~1 s)."""
+    from torchvision import models
+
+    return models
 
 
 def _stem(conv: nn.Conv2d, in_channels: int, stride: int | None = None) -> nn.Conv2d:
@@ -21,19 +27,19 @@ def _stem(conv: nn.Conv2d, in_channels: int, stride: int | None = None) -> nn.Co
 
 
 def resnet50(shape, k):
-    m = tvm.resnet50(weights=None, num_classes=k)
+    m = _tvm().resnet50(weights=None, num_classes=k)
     m.conv1 = _stem(m.conv1, shape[0])
     return m
 
 
 def efficientnet_v2_s(shape, k):
-    m = tvm.efficientnet_v2_s(weights=None, num_classes=k)
+    m = _tvm().efficientnet_v2_s(weights=None, num_classes=k)
     m.features[0][0] = _stem(m.features[0][0], shape[0])
     return m
 
 
 def mobilenet_v2(shape, k):
-    m = tvm.mobilenet_v2(weights=None, num_classes=k)
+    m = _tvm().mobilenet_v2(weights=None, num_classes=k)
     m.features[0][0] = _stem(m.features[0][0], shape[0], stride=1)
     return m
 

@@ -14,4 +14,10 @@ PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
         "spread": ("splits", "seeds"),
         "variants": ("fedhydra_literal", "dense_code"),
     },
+    "fedmho": {
+        "datasets": None, "splits": None, "seeds": None, "parts": None, "columns": None, "per_dataset": None,
+        "cvae": ("epochs", "batch_size", "lr", "beta", "reduction"),
+        "flops": ("transposed", "columns", "rows"),
+        "samples": ("per_class", "part"),
+    },
 }

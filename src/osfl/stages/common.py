@@ -163,11 +163,37 @@ def run_stage(fn: Callable[[argparse.Namespace], Any], p: argparse.ArgumentParse
         record_stage_time(p.prog, sys.argv[1:] if argv is None else list(argv), started, work_from)
 
 
+def merge_per_dataset(params: dict) -> dict:
+    """A paper's ``per_dataset.<dataset>`` mapping (its hyper-parameters that differ by dataset, e.g. FedMHO's
+    Table III) merged over ``params`` for this run's dataset, key by key; other datasets' entries are dropped.
+    The caller applies ``--set`` overrides again afterwards, so that they win over these too."""
+    per = params.get("per_dataset")
+    if per is None:
+        return params
+    if not isinstance(per, dict):
+        raise ConfigError("per_dataset", "must map dataset names to the keys that differ for them")
+    own = per.get(params.get("dataset")) or {}
+    if not isinstance(own, dict):
+        raise ConfigError(f"per_dataset.{params.get('dataset')}", "must be a mapping of keys")
+
+    def merge(base, over):
+        if isinstance(base, dict) and isinstance(over, dict):
+            return {**base, **{k: merge(base.get(k), v) for k, v in over.items()}}
+        return over
+
+    out = {k: v for k, v in params.items() if k != "per_dataset"}
+    return merge(out, own)
+
+
 def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
     params = load_params(args.params)
     if getattr(args, "split", None):
         params = {**params, **split_params(args.split)}
-    params = resolve_per_dataset(apply_overrides(params, getattr(args, "overrides", [])))
+    overrides = getattr(args, "overrides", [])
+    params = apply_overrides(params, overrides)  # --set dataset=... picks the per_dataset entry
+    if "per_dataset" in params:
+        params = apply_overrides(merge_per_dataset(params), overrides)
+    params = resolve_per_dataset(params)
     cfg = validate_main(params, params_file=args.params)
     from ..runtime import apply_execution
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from ..clients.upload import read_uploads
-from ..evaluation import accuracy, uploads_ensemble
+from ..evaluation import accuracy, uploads_ensemble, voting_predictor
 from ..models import build_model
 from ..live import read_curve, read_summary
 from ..runtime import derive_seed, load_state_dict, read_json, write_json
@@ -22,13 +22,21 @@ def main(argv=None) -> None:
 
 
 def load_predictor(global_dir: Path, device: torch.device):
-    """Rebuild what a server stage wrote: a global classifier, or the ensemble of the client uploads."""
+    """Rebuild what a server stage wrote: a global classifier, the prototypes' vote, or the ensemble of the client
+    uploads (read from the clients folder, or the parts' folders, the server run recorded)."""
     man = read_json(global_dir / "manifest.json")
+
+    def load(arch: str, file: str) -> torch.nn.Module:
+        model = build_model(arch, tuple(man["input_shape"]), man["num_classes"])
+        model.load_state_dict(load_state_dict(global_dir / file))
+        return model.to(device).eval()
+
     if man["kind"] == "classifier":
-        model = build_model(man["arch"], tuple(man["input_shape"]), man["num_classes"])
-        model.load_state_dict(load_state_dict(global_dir / man["files"]["state_dict"]))
-        return man, model.to(device).eval()
-    return man, uploads_ensemble(read_uploads(man["clients_dir"]), man["members"], man["weights"], device)
+        return man, load(man["arch"], man["files"]["state_dict"])
+    if man["kind"] == "voting":
+        return man, voting_predictor([load(arch, man["files"][arch]) for arch in man["prototypes"]])
+    folders = man["clients_dir"] if isinstance(man["clients_dir"], list) else [man["clients_dir"]]
+    return man, uploads_ensemble([u for f in folders for u in read_uploads(f)], man["members"], man["weights"], device)
 
 
 def _run(args) -> None:

@@ -11,7 +11,7 @@ import torch
 from ..clients.upload import read_uploads
 from ..data import DATASETS, get_spec, is_stand_in, load_prepared, prepare_dataset
 from ..errors import ConfigError
-from ..evaluation import uploads_ensemble
+from ..evaluation import uploads_ensemble, voting_predictor
 from ..live import LiveRun
 from ..protocols.one_shot import build_context, make_method, run_method
 from ..runtime import derive_seed, device_info, save_state_dict, write_json
@@ -23,7 +23,32 @@ def main(argv=None) -> None:
     p = parser(__doc__)
     p.add_argument("--method", required=True, help="server method (registry name)")
     p.add_argument("--tag", default="", help="name a variant (its settings come with --set): written as <method>-<tag>")
+    p.add_argument("--parts", default="", metavar="A,B",
+                   help="read the uploads of these parts of the setting (models/<exp>/clients/<part>/, stage "
+                        "train_part) instead of models/<exp>/clients/")
     run_stage(_run, p, argv)
+
+
+def read_cohort(clients: Path, parts: str) -> tuple[list, str | list[str]]:
+    """The uploads a server run sees and where they are: the setting's clients folder, or the listed parts of it
+    (each a folder of uploads; a client id may appear in one part only)."""
+    if not parts:
+        return read_uploads(require_input(clients, "train_clients")), str(clients)
+    folders = [clients / name.strip() for name in parts.split(",") if name.strip()]
+    uploads = [u for f in folders for u in read_uploads(require_input(f, "train_part"))]
+    ids = [u.client_id for u in uploads]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("--parts", f"{parts!r} lists client ids twice ({sorted(ids)}); give parts of disjoint clients")
+    return sorted(uploads, key=lambda u: u.client_id), [str(f) for f in folders]
+
+
+def result_predictor(result, uploads, device: torch.device):
+    """What a method's result predicts with: its global model, the ensemble of uploads or the prototypes' vote."""
+    if result.kind == "classifier":
+        return result.model
+    if result.kind == "voting":
+        return voting_predictor(list(result.prototypes.values()))
+    return uploads_ensemble(uploads, result.members, result.weights, device)
 
 
 def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tensor:
@@ -57,7 +82,7 @@ def _run(args) -> None:
     spec, profile, seed = cfg["dataset"], cfg["profile"], cfg["seed"]
     device = cfg["device"]
     data = load_data(paths, cfg)
-    uploads = read_uploads(require_input(paths.clients, "train_clients"))
+    uploads, clients_dir = read_cohort(paths.clients, getattr(args, "parts", ""))
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
     name = run_name(args)
     live = LiveRun(paths.results / "live" / name, name)
@@ -68,8 +93,7 @@ def _run(args) -> None:
     if result.curve:  # the last epoch was evaluated (and logged) already; evaluate@ checks the saved model
         final = result.curve[-1]["test_acc"]
     else:
-        final = ctx.evaluate(result.model if result.kind == "classifier"
-                             else uploads_ensemble(uploads, result.members, result.weights, device))
+        final = ctx.evaluate(result_predictor(result, uploads, device))
     live.end(final)
     epochs = result.curve[-1]["epoch"] if result.curve else 0  # server epochs (the curve starts at epoch 0)
 
@@ -83,11 +107,17 @@ def _run(args) -> None:
         "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
         "choices": {**method.resolved(profile), **result.choices},
         "epochs": epochs, "members": result.members, "weights": result.weights, "extras": result.extras,
-        "clients_dir": str(paths.clients), "seconds": seconds, "runtime": {**device_info(device), **accel.in_force(device)},
+        "clients_dir": clients_dir, "seconds": seconds, "runtime": {**device_info(device), **accel.in_force(device)},
     }
     if result.kind == "classifier":
         save_state_dict(result.model.state_dict(), out / "model.pt")
         manifest["files"] = {"state_dict": "model.pt"}
+    elif result.kind == "voting":
+        manifest["files"] = {}
+        for arch, model in result.prototypes.items():
+            save_state_dict(model.state_dict(), out / f"model_{arch}.pt")
+            manifest["files"][arch] = f"model_{arch}.pt"
+        manifest["prototypes"] = list(result.prototypes)
     elif result.kind != "ensemble":
         raise ValueError(f"method {args.method} returned unknown result kind {result.kind!r}")
     write_json(out / "manifest.json", manifest)
