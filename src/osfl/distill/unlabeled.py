@@ -72,6 +72,14 @@ AUTO_AUX = {"mnist": "fmnist", "fmnist": "mnist", "digits": "fmnist", "emnist": 
             "svhn": "cifar100", "cifar10": "cifar100", "cifar100": "cifar10"}
 
 
+def check_aux_data(value, method: str) -> None:
+    """``aux_data`` must be ``auto``, ``generator`` or a dataset name (checked when the method is built)."""
+    from ..errors import ConfigError
+
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"server.{method}.aux_data", f"must be 'auto', 'generator' or a dataset name, got {value!r}")
+
+
 def feddf_batches(ctx, p: dict, teacher: Callable[[torch.Tensor], torch.Tensor], *, method: str) -> tuple[
         Batches, str, str]:
     """FedDF's batches for a server context ``ctx`` and the method's resolved params ``p`` (``aux_data``,

@@ -47,8 +47,10 @@ def kl_to_teacher(logits: torch.Tensor, teacher_logits: torch.Tensor, T: float, 
 
 def epoch_step(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, lr: float, batch_size: int,
                order: torch.Generator, teacher: Callable[[torch.Tensor], torch.Tensor] | None = None,
-               lam: float = 1.0, T: float = 1.0, kd_reduction: str = "mean") -> Callable[[int], tuple]:
-    """``step(epoch) -> (model, {"train_loss": mean batch loss})`` training ``model`` for one pass over (x, y)."""
+               lam: float = 1.0, T: float = 1.0, kd_reduction: str = "mean",
+               ce_weight: float = 1.0) -> Callable[[int], tuple]:
+    """``step(epoch) -> (model, {"train_loss": mean batch loss})`` training ``model`` for one pass over (x, y) on
+    ``ce_weight`` · CE + ``lam`` · KL (FedMHO's λ₁, λ₂; Table V)."""
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     n = len(y)
 
@@ -60,6 +62,8 @@ def epoch_step(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, lr: 
             idx = perm[i : i + batch_size]
             logits = model(x[idx])
             loss = F.cross_entropy(logits, y[idx])
+            if ce_weight != 1.0:
+                loss = ce_weight * loss
             if teacher is not None:
                 with torch.no_grad():
                     target = teacher(x[idx])

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ..distill.unlabeled import distil_epoch, feddf_batches
-from ..errors import ConfigError
+from ..distill.unlabeled import check_aux_data, distil_epoch, feddf_batches
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, client_weights, track_epochs
 
@@ -43,9 +42,7 @@ class FedDF(ServerMethod):
 
     def __init__(self, **params):
         super().__init__(**params)
-        aux = self.params["aux_data"]
-        if not isinstance(aux, str) or not aux:
-            raise ConfigError("server.feddf.aux_data", f"must be 'auto', 'generator' or a dataset name, got {aux!r}")
+        check_aux_data(self.params["aux_data"], self.name)
 
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..distill.unlabeled import distil_epoch, feddf_batches
+from ..distill.unlabeled import check_aux_data, distil_epoch, feddf_batches
 from ..errors import ConfigError
 from ..evaluation import voting_predictor
 from . import register
@@ -40,10 +40,7 @@ class FedDFVote(ServerMethod):
 
     def __init__(self, **params):
         super().__init__(**params)
-        aux = self.params["aux_data"]
-        if not isinstance(aux, str) or not aux:
-            raise ConfigError("server.feddf_vote.aux_data",
-                              f"must be 'auto', 'generator' or a dataset name, got {aux!r}")
+        check_aux_data(self.params["aux_data"], self.name)
 
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)

@@ -7,7 +7,9 @@ centre (:mod:`osfl.generative.synthesis`). Stage 2: the global model starts from
 uploaded classifiers (Eq. 4; ``init: random`` for FedCVAE-like training) and is trained with Adam on the kept
 images with cross-entropy (Eq. 5) plus ``lam`` × a KL term (Eq. 8): ``kd: md`` distils the averaged logits of the
 uploaded classifiers (FedMHO-MD, Eq. 6 as the code computes it: one softmax of the mean logits), ``kd: sd`` the
-frozen initial global model (FedMHO-SD, Eq. 7), ``kd: none`` is plain FedMHO. The official KL uses
+frozen initial global model (FedMHO-SD, Eq. 7), ``kd: none`` is plain FedMHO. ``ce_weight`` is Table V's λ₁
+(``lam`` its λ₂); ``cleaning: none`` is Table VI's ablation (no k-means: ⌊keep · M⌋ samples generated and all used,
+the number cleaning would keep). The official KL uses
 ``KLDivLoss()``'s default ``reduction='mean'`` (the mean over B × C elements, i.e. 1/C of the batch-mean KL);
 ``kd_reduction: batchmean`` is the textbook scale (SPEC §1.7). The student trains in train mode (VGG-9's dropout
 active), the teachers in eval mode. Defaults are the paper's Fashion-MNIST values (Table III); the paper's params
@@ -28,9 +30,11 @@ class FedMHO(ServerMethod):
     name = "fedmho"
     description = "decoders generate, k-means cleans, global from the classifiers' average trained with CE (+KD)"
     trains_global = True
-    defaults = {"kd": "none", "lam": 1.0, "temperature": 1.0, "kd_reduction": "mean", "samples": 6000,
-                "keep": 0.8, "epochs": 20, "lr": 5e-4, "batch_size": 64, "init": "average"}
-    allowed = {"kd": ("none", "md", "sd"), "kd_reduction": ("mean", "batchmean"), "init": ("average", "random")}
+    defaults = {"kd": "none", "lam": 1.0, "ce_weight": 1.0, "temperature": 1.0, "kd_reduction": "mean",
+                "samples": 6000, "keep": 0.8, "cleaning": "kmeans", "epochs": 20, "lr": 5e-4, "batch_size": 64,
+                "init": "average"}
+    allowed = {"kd": ("none", "md", "sd"), "kd_reduction": ("mean", "batchmean"), "init": ("average", "random"),
+               "cleaning": ("kmeans", "none")}
     epoch_keys = ("epochs",)
     data_keys = ("samples",)
     positive = ("temperature", "samples", "keep", "epochs", "lr", "batch_size")
@@ -46,8 +50,12 @@ class FedMHO(ServerMethod):
             raise ConfigError("server.fedmho.init", "init: average and kd: md need classifier uploads; none came")
 
         # stage 1: generate and clean (refuses a cohort without decoders)
-        syn = synthetic_set(ctx.uploads, p["samples"], p["keep"], ctx.rng("fedmho", "latents"), ctx.device,
-                            method=self.name)
+        if p["cleaning"] == "kmeans":
+            syn = synthetic_set(ctx.uploads, p["samples"], p["keep"], ctx.rng("fedmho", "latents"), ctx.device,
+                                method=self.name)
+        else:  # Table VI: no cleaning, as many samples as cleaning keeps (⌊keep · M⌋ generated, all kept)
+            syn = synthetic_set(ctx.uploads, int(p["keep"] * p["samples"]), 1.0, ctx.rng("fedmho", "latents"),
+                                ctx.device, method=self.name)
 
         # stage 2: fuse
         model = ctx.make_global()
@@ -60,7 +68,7 @@ class FedMHO(ServerMethod):
             teacher = copy.deepcopy(model).eval()
         step = epoch_step(model, syn["x"], syn["y"], lr=p["lr"], batch_size=int(p["batch_size"]),
                           order=ctx.rng("fedmho", "order"), teacher=teacher, lam=p["lam"], T=float(p["temperature"]),
-                          kd_reduction=p["kd_reduction"])
+                          kd_reduction=p["kd_reduction"], ce_weight=p["ce_weight"])
         curve = track_epochs(ctx, int(p["epochs"]), step, f"fedmho ({p['kd']})", start=model)
         choices = {**p, "synthetic_generated": syn["generated"], "synthetic_kept": len(syn["y"]),
                    "classifier_clients": [u.client_id for u in classifiers],

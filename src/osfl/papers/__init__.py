@@ -16,6 +16,7 @@ PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
     },
     "fedmho": {
         "datasets": None, "splits": None, "seeds": None, "parts": None, "columns": None, "per_dataset": None,
+        "variants": None, "sweeps": ("datasets", "variants"),
         "cvae": ("epochs", "batch_size", "lr", "beta", "reduction"),
         "flops": ("transposed", "columns", "rows"),
         "samples": ("per_class", "part"),

@@ -22,7 +22,7 @@ import pandas as pd
 
 from ..cost.flops import format_count
 from ..live import read_curve
-from ..reporting.figures import curve_panels, image_rows
+from ..reporting.figures import curve_panels, grouped_bar_panels, image_rows
 from ..reporting.published import load_artifacts, load_published_table
 from ..reporting.spread import format_spread, mean_std
 from ..reporting.tables import MARKDOWN_NA, write_table
@@ -58,14 +58,17 @@ def run_name(dataset: str, split: str, seed) -> str:
     return f"{dataset}-{split}-s{seed}"
 
 
-def read_runs(results_root: Path, params: dict) -> dict[tuple[str, str], dict[str, list[dict]]]:
-    """``{(dataset, split): {column id: [run record per seed that ran]}}`` for the listed datasets, splits, seeds."""
+def read_runs(results_root: Path, params: dict, entries: list[dict] | None = None,
+              datasets: list[str] | None = None) -> dict[tuple[str, str], dict[str, list[dict]]]:
+    """``{(dataset, split): {entry id: [run record per seed that ran]}}`` for ``entries`` (default: Table IV's
+    ``columns``) on ``datasets`` (default: ``datasets``), every listed split and seed."""
+    entries = params.get("columns") or [] if entries is None else entries
     out: dict = {}
-    for ds in params.get("datasets") or []:
+    for ds in (params.get("datasets") or []) if datasets is None else datasets:
         for split in params.get("splits") or []:
             cols: dict[str, list[dict]] = {}
             for seed in params.get("seeds") or [params.get("seed", 0)]:
-                for col in params.get("columns") or []:
+                for col in entries:
                     f = Path(results_root) / run_name(ds, split, seed) / "runs" / f"{col['id']}.json"
                     if f.is_file():
                         cols.setdefault(col["id"], []).append({**json.loads(f.read_text()), "seed": seed})
@@ -161,32 +164,69 @@ def _same_number(a: str, b: str) -> bool:
         return False
 
 
-def table04(params: dict, runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
-    """Rows of the datasets and splits run: ``ours mean ± std (n) / paper ± std (Δ mean)``; the cells' numbers."""
-    cols = {c["paper"]: c["id"] for c in params.get("columns") or [] if c.get("paper")}
+def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entries: list[dict],
+                 prefix=lambda ds, entry: DATASET_LABELS.get(ds, ds)) -> tuple[pd.DataFrame, dict]:
+    """Rows of the runs' datasets and splits: ``ours mean ± std (n) / paper ± std (Δ mean)``, and the cells' numbers.
+
+    An entry (a column or variant: ``id``, ``paper`` = the paper's column) lands in the paper's row whose leading
+    fields are ``prefix(dataset, entry)`` (the dataset, λ₁/λ₂ or ρ) and whose last field is the split's α."""
     rows, numbers = {}, {}
-    for (ds, split), by_col in runs.items():
+    for (ds, split), by_id in runs.items():
         alpha = split.removeprefix("dir")
-        label = next((i for i in paper.index if i.split(", ")[0] == DATASET_LABELS.get(ds)
-                      and i.split(", ")[-1] == alpha), None)
-        row = {}
-        for pcol in paper.columns:
-            vals = [r["acc_final"] for r in by_col.get(cols.get(pcol, ""), [])]
-            p = paper.loc[label, pcol] if label is not None else float("nan")
-            ps = paper_std.loc[label, pcol] if label is not None else float("nan")
-            ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}"
-            if not vals:
-                row[pcol] = f"{MARKDOWN_NA} / {ptxt}"
+        for entry in entries:
+            recs = by_id.get(entry["id"], [])
+            lead = str(prefix(ds, entry))
+            label = next((i for i in paper.index if i.startswith(lead + ", ") and i.split(", ")[-1] == alpha), None)
+            key = label or f"{lead}, {split}"
+            row = rows.setdefault(key, {c: None for c in paper.columns})
+            pcol = entry.get("paper")
+            if pcol not in paper.columns or not recs:
                 continue
+            vals = [r["acc_final"] for r in recs]
+            p = paper.loc[label, pcol] if label is not None else float("nan")
             mean, std, n = mean_std(vals)
-            delta = "" if math.isnan(p) else f" ({mean - p:+.2f})"
-            row[pcol] = f"{format_spread(vals)} / {ptxt}{delta}"
-            numbers[(label or f"{ds}, {split}", pcol)] = {"mean": mean, "std": std, "n": n, "paper": p,
-                                                          "seeds": [r["seed"] for r in by_col[cols[pcol]]]}
-        rows[label or f"{DATASET_LABELS.get(ds, ds)}, {split}"] = row
-    cells = pd.DataFrame.from_dict(rows, orient="index", columns=list(paper.columns), dtype=object)
-    cells.index.name = paper.index.name
-    return cells, numbers
+            row[pcol] = vals
+            numbers[(key, pcol)] = {"mean": mean, "std": std, "n": n, "paper": p, "seeds": [r["seed"] for r in recs]}
+    cells = {}
+    for key, row in rows.items():
+        cells[key] = {}
+        for pcol, vals in row.items():
+            p = paper.loc[key, pcol] if key in paper.index else float("nan")
+            ps = paper_std.loc[key, pcol] if key in paper.index else float("nan")
+            ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"
+            if not vals:
+                cells[key][pcol] = f"{MARKDOWN_NA} / {ptxt}"
+                continue
+            delta = "" if math.isnan(p) else f" ({mean_std(vals)[0] - p:+.2f})"
+            cells[key][pcol] = f"{format_spread(vals)} / {ptxt}{delta}"
+    df = pd.DataFrame.from_dict(cells, orient="index", columns=list(paper.columns), dtype=object)
+    df.index.name = paper.index.name
+    return df, numbers
+
+
+def table04(params: dict, runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Table IV: every column on every dataset and split run."""
+    return compare_rows(runs, paper, paper_std, [c for c in params.get("columns") or [] if c.get("paper")])
+
+
+def _md_sd_defaults(params: dict, row: str) -> list[dict]:
+    """Table IV's FedMHO-MD / -SD columns as the default row (``row``) of an ablation table."""
+    return [{**c, "row": row} for c in params.get("columns") or [] if c.get("paper") in ("FedMHO-MD", "FedMHO-SD")]
+
+
+def ablation(params: dict, results_root: Path, art, default_row: str | None) -> tuple[pd.DataFrame, dict]:
+    """Tables V, VI, VIII: the variants of ``art`` (plus Table IV's MD/SD as ``default_row``) beside the paper."""
+    table06 = art.id == "table06"
+    pool = params.get("variants") if table06 else (params.get("sweeps") or {}).get("variants")
+    entries = [v for v in pool or [] if v.get("artifact") == art.id]
+    if default_row is not None:
+        entries = _md_sd_defaults(params, default_row) + entries
+    datasets = None if table06 else (params.get("sweeps") or {}).get("datasets") or []
+    runs = read_runs(results_root, params, entries, datasets)
+    # Tables V and VIII are EMNIST's: another dataset's rows are named after it and have no paper number
+    prefix = ((lambda ds, e: DATASET_LABELS.get(ds, ds)) if table06 else
+              (lambda ds, e: e["row"] if ds == "emnist" else f"{DATASET_LABELS.get(ds, ds)}: {e['row']}"))
+    return compare_rows(runs, load_published_table(art), load_published_table(art, "std"), entries, prefix)
 
 
 def claims(numbers: dict) -> list[tuple[str, str]]:
@@ -257,7 +297,80 @@ def fig09(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]
     return files, f"{drawn} dataset(s) from runs" if drawn else "no run yet"
 
 
-FIGURES = {"figure05": fig05, "figure09": fig09}
+def fig02(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+    """All local models (Table IV) vs large models only (sweep variants ``row: large``), per sweep dataset, on the
+    first split: mean over seeds."""
+    sweeps = params.get("sweeps") or {}
+    large = [v for v in sweeps.get("variants") or [] if v.get("artifact") == "figure02"]
+    cols = {c.get("paper"): c for c in params.get("columns") or []}
+    split = (params.get("splits") or ["dir0.5"])[0]
+    panels, drawn = {}, 0
+    for ds in sweeps.get("datasets") or []:
+        runs = read_runs(results_root, params, large + list(cols.values()), [ds]).get((ds, split), {})
+        groups = {}
+        for v in large:
+            all_ = [r["acc_final"] for r in runs.get(cols.get(v["paper"], {}).get("id", ""), [])]
+            only = [r["acc_final"] for r in runs.get(v["id"], [])]
+            groups[v["paper"]] = {"all local models": mean_std(all_)[0], "large models only": mean_std(only)[0]}
+        ok = any(not math.isnan(x) for g in groups.values() for x in g.values())
+        panels[f"{DATASET_LABELS.get(ds, ds)} {split}"] = groups if ok else None
+        drawn += ok
+    files = grouped_bar_panels(panels or {"no sweep dataset listed": None}, out / "figure02",
+                               suptitle="Fig. 2: aggregating all local models vs the large models only (mean over seeds)")
+    return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
+
+
+def _curves_of(results_root: Path, ds: str, split: str, seed, entries: list[dict]) -> dict:
+    series = {}
+    for e in entries:
+        live = Path(results_root) / run_name(ds, split, seed) / "live" / e["id"]
+        if (live / "plots").is_dir():
+            x, y = read_curve(live)
+            if len(x) > 1:
+                series[e.get("paper", e["id"])] = (x, y)
+    return series
+
+
+def fig06(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+    """FedMHO / -MD / -SD trained for 100 server epochs (variants of ``figure06``), one panel per run (first seed)."""
+    seed = (params.get("seeds") or [params.get("seed", 0)])[0]
+    entries = [v for v in params.get("variants") or [] if v.get("artifact") == "figure06"]
+    panels, drawn = {}, 0
+    for ds in params.get("datasets") or []:
+        for split in params.get("splits") or []:
+            series = _curves_of(results_root, ds, split, seed, entries)
+            panels[f"{DATASET_LABELS.get(ds, ds)} {split} (seed {seed})"] = (series, {}) if series else None
+            drawn += bool(series)
+    files = curve_panels(panels or {"no dataset listed": None}, out / "figure06", xlabel="Server epoch",
+                         suptitle="Fig. 6: FedMHO without and with the KD terms over long server training")
+    return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
+
+
+def fig08(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+    """Accuracy against the number of synthetic samples M (the runs' recorded M): MD and SD, the ``figure08``
+    variants and Table IV's runs, one panel per sweep dataset and split (mean over seeds)."""
+    sweeps = params.get("sweeps") or {}
+    entries = _md_sd_defaults(params, "") + [v for v in sweeps.get("variants") or [] if v.get("artifact") == "figure08"]
+    panels, drawn = {}, 0
+    for ds in sweeps.get("datasets") or []:
+        for (d, split), by_id in read_runs(results_root, params, entries, [ds]).items():
+            points: dict[str, dict[int, list[float]]] = {}
+            for e in entries:
+                for r in by_id.get(e["id"], []):
+                    m = int(r.get("choices", {}).get("synthetic_generated", r.get("choices", {}).get("samples", 0)))
+                    points.setdefault(e["paper"], {}).setdefault(m, []).append(r["acc_final"])
+            series = {name: (sorted(pts), [mean_std(pts[m])[0] for m in sorted(pts)]) for name, pts in points.items()}
+            panels[f"{DATASET_LABELS.get(d, d)} {split}"] = (series, {}) if series else None
+            drawn += bool(series)
+    files = curve_panels(panels or {"no sweep dataset listed": None}, out / "figure08",
+                         xlabel="Synthetic samples generated (M)",
+                         suptitle="Fig. 8: accuracy against the number of synthetic samples (mean over seeds)")
+    return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
+
+
+FIGURES = {"figure02": fig02, "figure05": fig05, "figure06": fig06, "figure08": fig08, "figure09": fig09}
+#: ablation tables: artifact -> the row Table IV's MD / SD runs fill (None: no such row)
+ABLATIONS = {"table05": "1, 1", "table06": None, "table08": None}
 
 
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path, published_root: str = "published",
@@ -325,6 +438,19 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                                    f"tab:{art.id}-vs-paper", notes=note, column_format="l" + "r" * cells.shape[1])
             status[art.id] = f"{within} of {len(gaps)} cells within {TOLERANCE_PCT:g}% (largest gap {worst:+.2f}%)"
             metrics[art.id] = {"cells": len(gaps), "within_tolerance": within, "max_abs_gap_pct": round(abs(worst), 4)}
+        elif art.id in ABLATIONS:
+            cells, numbers = ablation(params, Path(results_root), art, ABLATIONS[art.id])
+            if numbers:
+                note = ("Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std (n seeds) / the "
+                        "paper's mean ± std (our mean − the paper's). "
+                        + ("The (1, 1) row is Table IV's MD / SD runs. " if ABLATIONS[art.id] else "")
+                        + f"Profile {params.get('profile')}; seeds {params.get('seeds')}.")
+                written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
+                                       f"tab:{art.id}-vs-paper", notes=note)
+                status[art.id] = f"{len(numbers)} cells run ({len(cells)} rows)"
+                metrics[art.id] = {"cells_run": len(numbers)}
+            else:
+                status[art.id] = "no run yet"
         elif art.id in FIGURES:
             files, state = FIGURES[art.id](params, Path(results_root), out)
             written += files

@@ -16,7 +16,8 @@ import numpy as np
 
 from ..errors import ConfigError
 from . import PARTITIONS, PartitionScheme
-from ._common import MAX_TRIES, finish, infer_num_classes, labeldir_split
+from ._common import MAX_TRIES
+from .dirichlet import dirichlet_partition
 
 
 def min_samples(n_samples: int, num_clients: int, min_share: float) -> int:
@@ -34,17 +35,12 @@ def dirichlet_feddf_partition(
     num_classes: int | None = None,
     max_tries: int = MAX_TRIES,
 ) -> list[np.ndarray]:
-    """FedDF's Dirichlet partition (balance mask at N/m, redraw until all clients hold >= ``min_share`` · N/m)."""
-    y = np.asarray(labels, dtype=np.int64)
-    num_classes = infer_num_classes(y, num_classes)
-    rng = np.random.default_rng(seed)
-    idx = np.arange(y.size, dtype=np.int64)
-    parts = labeldir_split(
-        rng, idx, y, num_clients, num_classes, alpha,
-        min_required=min_samples(y.size, num_clients, min_share), cap=y.size / num_clients,
-        shuffle_each_draw=True, max_tries=max_tries, hint="a larger alpha or a smaller min_share",
-    )
-    return finish(parts)
+    """FedDF's Dirichlet partition: :func:`.dirichlet.dirichlet_partition` (balance mask at N/m) redrawn until all
+    clients hold >= ``min_share`` · N/m samples."""
+    n = int(np.asarray(labels).size)
+    return dirichlet_partition(labels, num_clients, seed=seed, alpha=alpha,
+                               min_size=min_samples(n, num_clients, min_share), num_classes=num_classes,
+                               max_tries=max_tries)
 
 
 def _check(num_clients: int, n_samples: int, num_classes: int, params: dict) -> None:
