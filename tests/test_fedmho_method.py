@@ -63,6 +63,18 @@ def test_runs_are_seeded_and_kd_variants_differ(tmp_path):
     assert not same("none", "sd") and not same("none", "md") and not same("sd", "md")
 
 
+def test_table5_and_table6_switches(tmp_path):
+    """ce_weight (λ₁) 1 changes nothing and 2 does; cleaning: none generates ⌊keep·M⌋ and drops none (Table VI)."""
+    ctx = make_ctx(tmp_path)
+    base, one, two = (run(ctx, kd="md", **kw).model.state_dict() for kw in ({}, {"ce_weight": 1.0}, {"ce_weight": 2.0}))
+    assert all(torch.equal(a, b) for a, b in zip(base.values(), one.values()))
+    assert not all(torch.equal(a, b) for a, b in zip(base.values(), two.values()))
+    res = run(ctx, cleaning="none")
+    alloc = allocate(np.array(HIST), 48)  # ⌊0.8 · 60⌋ asked for, all kept
+    assert res.extras["allocation"] == alloc.tolist()
+    assert res.choices["synthetic_generated"] == res.choices["synthetic_kept"] == alloc.sum()
+
+
 def test_refuses_settings_it_cannot_run(tmp_path):
     with pytest.raises(ConfigError, match="^methods: fedmho needs generative clients"):
         run(make_ctx(tmp_path / "a", decoders=False))

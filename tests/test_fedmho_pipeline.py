@@ -93,14 +93,16 @@ def fedmho_repo(tmp_path_factory, repo_root):
     pf = work / SUB / "params.yaml"
     params = yaml.safe_load(pf.read_text())
     params.update(profile="smoke", datasets=["fmnist"], splits=["dir0.5"], seeds=[0], model="cnn2")
+    params["parts"] = [p for p in params["parts"] if p["name"] != "cvae_large_second"]  # read by no kept variant
     for part in params["parts"]:
-        if part["name"] == "vgg9":
+        if part["model"] == "vgg9":
             part["model"] = "cnn2"
-        if part["name"] == "cvae_large":  # FedCVAE's large clients: the MLP CVAE too (a sixth of the time)
+        if part["model"] == "cvae_large":  # FedCVAE's large clients: the MLP CVAE too (a sixth of the time)
             part["model"] = "cvae_small"
     # one variant per artifact: Table VI and Fig. 6 on the Table IV run; Tables V, VIII and Figs. 2, 8 as sweeps on the
     # same (Fashion-MNIST stand-in) run, whose rows are then named after Fashion and carry no paper number
-    keep = {"fedmho-md-noclean", "fedmho-md-e100", "fedmho-md-l1-2", "fedmho-md-k40", "fedmho-md-m2000", "dense-large"}
+    keep = {"fedmho-md-noclean", "fedmho-md-e100", "fedavg_vote-large10", "fedmho-md-l1-2", "fedmho-md-k40",
+            "fedmho-md-m2000", "dense-large"}
     params["variants"] = [v for v in params["variants"] if v["id"] in keep]
     params["sweeps"] = {"datasets": ["fmnist"], "variants": [v for v in params["sweeps"]["variants"] if v["id"] in keep]}
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
@@ -140,6 +142,12 @@ def test_smoke_pipeline_renders_the_ablations_and_their_figures(fedmho_repo):
     noclean = json.loads((run / "runs" / "fedmho-md-noclean.json").read_text())["choices"]
     # ⌊0.8 · 1,000⌋ = 800 asked for (the allocation's floors make a few fewer), none dropped
     assert noclean["cleaning"] == "none" and 750 < noclean["synthetic_generated"] == noclean["synthetic_kept"] <= 800
+    t9 = (reports / "table09.md").read_text()
+    row = next(line for line in t9.splitlines() if line.startswith("| Fashion, 1, 0.5"))
+    assert row.split("|")[2].strip().startswith(f"{acc('fedavg_vote-large10')} / 67.13 ± 1.43 (")  # FedAvg, 10 large
+    assert row.split("|")[7].strip().startswith(f"{acc('fedmho-md')} / 77.27 ± 0.48 (")  # MD: Table IV's run
+    homo = json.loads((run / "runs" / "fedavg_vote-large10.json").read_text())["choices"]
+    assert homo["prototypes"] == {"cnn2": list(range(10))}  # one prototype: plain FedAvg of ten large clients
     t5 = (reports / "table05.md").read_text()
     assert f"| Fashion: 1, 1, dir0.5 | {acc('fedmho-md')} / — |" in t5  # Table IV's MD run is the (1, 1) row
     assert f"| Fashion: 1, 2, dir0.5 | {acc('fedmho-md-l1-2')} / — |" in t5
@@ -167,7 +175,7 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
     assert '"train@emnist-dir0.1-2-part0" -> "server@emnist-dir0.1-2-col7"' in dot  # VGG-9s feed FedMHO-SD
     runs = 4 * 3 * 3
     expected = {"prepare": 4, "partition": runs, "train": runs * len(params["parts"]),
-                "server": runs * len(params["columns"]), "evaluate": runs * len(params["columns"]),
+                "server": runs * len(params["columns"]),
                 "variant": runs * len(params["variants"]), "sweep": 3 * 3 * len(params["sweeps"]["variants"]),
                 "samples": 4, "flops": 1, "render": 1}
     assert {n: names.count(n) for n in expected} == expected and len(names) == sum(expected.values())
@@ -181,7 +189,7 @@ def test_smoke_pipeline_cohorts_are_the_parts_table1_names(fedmho_repo):
         rec = json.loads((run / f"clients-{part['name']}.json").read_text())
         kinds[part["name"]] = rec["clients"]
     assert kinds == {"vgg9": [0, 1, 2, 3, 4], "cnn": [5, 6, 7, 8, 9], "cvae_small": [5, 6, 7, 8, 9],
-                     "cvae_large": [0, 1, 2, 3, 4]}
+                     "cvae_large": [0, 1, 2, 3, 4], "vgg9_second": [5, 6, 7, 8, 9]}
     md = json.loads((run / "runs" / "fedmho-md.json").read_text())["choices"]
     assert md["kd"] == "md" and md["classifier_clients"] == [0, 1, 2, 3, 4] and md["decoder_clients"] == [5, 6, 7, 8, 9]
     assert md["samples"] == 1000  # M = 6,000 capped at the smoke profile's 1,000 training samples

@@ -80,6 +80,21 @@ def check_aux_data(value, method: str) -> None:
         raise ConfigError(f"server.{method}.aux_data", f"must be 'auto', 'generator' or a dataset name, got {value!r}")
 
 
+class UnlabeledDistillation:
+    """Mixin of the FedDF-style server methods (FedDF, its voting variant): the hyper-parameters the ``profile``
+    scales and must be positive (see :class:`osfl.methods.base.ServerMethod`), and the ``aux_data`` check."""
+
+    positive = ("steps_per_epoch", "batch_size", "T", "g_steps", "lr_g", "nz", "ngf")
+    epoch_keys = ("epochs",)
+    step_keys = ("steps_per_epoch", "g_steps")
+    synth_keys = ("batch_size",)
+    width_keys = ("ngf",)
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        check_aux_data(self.params["aux_data"], self.name)
+
+
 def feddf_batches(ctx, p: dict, teacher: Callable[[torch.Tensor], torch.Tensor], *, method: str) -> tuple[
         Batches, str, str]:
     """FedDF's batches for a server context ``ctx`` and the method's resolved params ``p`` (``aux_data``,

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import torch
 
-from ..distill.unlabeled import check_aux_data, distil_epoch, feddf_batches
+from ..distill.unlabeled import UnlabeledDistillation, distil_epoch, feddf_batches
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, client_weights, track_epochs
 
 
 @register
-class FedDF(ServerMethod):
+class FedDF(UnlabeledDistillation, ServerMethod):
     name = "feddf"
     description = "FedDF: FedAvg init, distil averaged client logits on unlabeled auxiliary data"
     trains_global = True
@@ -34,16 +34,6 @@ class FedDF(ServerMethod):
         "g_steps": 30, "lr_g": 1e-3, "nz": 256, "ngf": 64,
     }
     allowed = {"init": ("fedavg", "random"), "weighting": ("samples", "uniform"), "cosine": (True, False)}
-    positive = ("steps_per_epoch", "batch_size", "T", "g_steps", "lr_g", "nz", "ngf")
-    epoch_keys = ("epochs",)
-    step_keys = ("steps_per_epoch", "g_steps")
-    synth_keys = ("batch_size",)
-    width_keys = ("ngf",)
-
-    def __init__(self, **params):
-        super().__init__(**params)
-        check_aux_data(self.params["aux_data"], self.name)
-
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)
         models = ctx.client_models()

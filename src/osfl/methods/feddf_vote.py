@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..distill.unlabeled import check_aux_data, distil_epoch, feddf_batches
+from ..distill.unlabeled import UnlabeledDistillation, distil_epoch, feddf_batches
 from ..errors import ConfigError
 from ..evaluation import voting_predictor
 from . import register
@@ -22,7 +22,7 @@ from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts
 
 
 @register
-class FedDFVote(ServerMethod):
+class FedDFVote(UnlabeledDistillation, ServerMethod):
     name = "feddf_vote"
     description = "FedDF per client architecture (each from its FedAvg), distilled from all clients; prototypes vote"
     trains_global = True
@@ -32,16 +32,6 @@ class FedDFVote(ServerMethod):
         "g_steps": 30, "lr_g": 1e-3, "nz": 256, "ngf": 64,
     }
     allowed = {"weighting": ("uniform", "samples"), "cosine": (True, False)}
-    positive = ("steps_per_epoch", "batch_size", "T", "g_steps", "lr_g", "nz", "ngf")
-    epoch_keys = ("epochs",)
-    step_keys = ("steps_per_epoch", "g_steps")
-    synth_keys = ("batch_size",)
-    width_keys = ("ngf",)
-
-    def __init__(self, **params):
-        super().__init__(**params)
-        check_aux_data(self.params["aux_data"], self.name)
-
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)
         groups = ctx.prototypes()

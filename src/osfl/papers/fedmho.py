@@ -215,8 +215,8 @@ def _md_sd_defaults(params: dict, row: str) -> list[dict]:
 
 
 def ablation(params: dict, results_root: Path, art, default_row: str | None) -> tuple[pd.DataFrame, dict]:
-    """Tables V, VI, VIII: the variants of ``art`` (plus Table IV's MD/SD as ``default_row``) beside the paper."""
-    table06 = art.id == "table06"
+    """Tables V, VI, VIII, IX: the variants of ``art`` (plus Table IV's MD/SD as ``default_row``) beside the paper."""
+    table06 = art.id in BY_DATASET
     pool = params.get("variants") if table06 else (params.get("sweeps") or {}).get("variants")
     entries = [v for v in pool or [] if v.get("artifact") == art.id]
     if default_row is not None:
@@ -369,8 +369,13 @@ def fig08(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]
 
 
 FIGURES = {"figure02": fig02, "figure05": fig05, "figure06": fig06, "figure08": fig08, "figure09": fig09}
+#: figures without data (SPEC §5): listed, nothing to reproduce
+SCHEMATICS = {"figure01": "a schematic (the scenario): no data", "figure03": "a schematic (the framework): no data",
+              "figure04": "a conceptual illustration of knowledge forgetting (SPEC §5): no data; Fig. 6 measures it"}
 #: ablation tables: artifact -> the row Table IV's MD / SD runs fill (None: no such row)
-ABLATIONS = {"table05": "1, 1", "table06": None, "table08": None}
+ABLATIONS = {"table05": "1, 1", "table06": None, "table08": None, "table09": ""}
+#: ablation tables whose rows are Table IV's (dataset, partition) and whose variants run on every Table IV run
+BY_DATASET = ("table06", "table09")
 
 
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path, published_root: str = "published",
@@ -443,7 +448,9 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             if numbers:
                 note = ("Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std (n seeds) / the "
                         "paper's mean ± std (our mean − the paper's). "
-                        + ("The (1, 1) row is Table IV's MD / SD runs. " if ABLATIONS[art.id] else "")
+                        + ("The (1, 1) row is Table IV's MD / SD runs. " if ABLATIONS[art.id] else
+                           "FedMHO-MD / -SD are Table IV's runs (heterogeneous clients, as in the paper). "
+                           if ABLATIONS[art.id] == "" else "")
                         + f"Profile {params.get('profile')}; seeds {params.get('seeds')}.")
                 written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
                                        f"tab:{art.id}-vs-paper", notes=note)
@@ -455,6 +462,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             files, state = FIGURES[art.id](params, Path(results_root), out)
             written += files
             status[art.id] = state
+        elif art.id in SCHEMATICS:
+            status[art.id] = SCHEMATICS[art.id]
         else:
             status[art.id] = "not built yet (issue 16)"
     lines = ["# FedMHO: our numbers beside the paper's", "",
