@@ -220,6 +220,23 @@ def average_state_dicts(states: list[dict[str, torch.Tensor]], weights: list[flo
     return out
 
 
-def client_weights(ctx: ServerContext, weighting: str) -> list[float]:
-    sizes = ctx.client_sizes()
+def client_weights(ctx: ServerContext, weighting: str, uploads: list[ClientUpload] | None = None) -> list[float]:
+    """Averaging weights of ``uploads`` (default: all of the context's): n_k (``samples``) or 1 (``uniform``)."""
+    sizes = ctx.client_sizes() if uploads is None else [u.n_samples for u in uploads]
     return [float(n) for n in sizes] if weighting == "samples" else [1.0] * len(sizes)
+
+
+def prototype_averages(ctx: ServerContext, weighting: str, method: str) -> tuple[dict[str, list[ClientUpload]],
+                                                                              dict[str, torch.nn.Module]]:
+    """FedMHO's prototype voting starts from one model per client architecture: the classifier uploads grouped
+    by architecture (:meth:`ServerContext.prototypes`) and each group's average (:func:`client_weights`) loaded
+    into a model of that architecture; ``method`` names the caller in the error for a cohort without classifiers."""
+    groups = ctx.prototypes()
+    if not groups:
+        raise ConfigError("methods", f"{method} needs classifier uploads; none came")
+    models = {}
+    for arch, ups in groups.items():
+        model = ctx.make_global(arch)
+        model.load_state_dict(average_state_dicts([u.state_dict() for u in ups], client_weights(ctx, weighting, ups)))
+        models[arch] = model
+    return groups, models

@@ -7,9 +7,8 @@ probabilities, as the code does (SPEC §7.11). No server training, so no curve.
 """
 from __future__ import annotations
 
-from ..errors import ConfigError
 from . import register
-from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts
+from .base import ServerContext, ServerMethod, ServerResult, prototype_averages
 
 
 @register
@@ -20,14 +19,6 @@ class FedAvgVote(ServerMethod):
     allowed = {"weighting": ("uniform", "samples")}
 
     def run(self, ctx: ServerContext) -> ServerResult:
-        groups = ctx.prototypes()
-        if not groups:
-            raise ConfigError("methods", "fedavg_vote needs classifier uploads; none came")
-        prototypes = {}
-        for arch, ups in groups.items():
-            w = [float(u.n_samples) for u in ups] if self.params["weighting"] == "samples" else [1.0] * len(ups)
-            model = ctx.make_global(arch)
-            model.load_state_dict(average_state_dicts([u.state_dict() for u in ups], w))
-            prototypes[arch] = model.eval()
-        return ServerResult("voting", prototypes=prototypes, choices={
+        groups, prototypes = prototype_averages(ctx, self.params["weighting"], self.name)
+        return ServerResult("voting", prototypes={a: m.eval() for a, m in prototypes.items()}, choices={
             **self.params, "prototypes": {a: [u.client_id for u in ups] for a, ups in groups.items()}})

@@ -15,10 +15,9 @@ from __future__ import annotations
 import torch
 
 from ..distill.unlabeled import UnlabeledDistillation, distil_epoch, feddf_batches
-from ..errors import ConfigError
 from ..evaluation import voting_predictor
 from . import register
-from .base import ServerContext, ServerMethod, ServerResult, average_state_dicts, track_epochs
+from .base import ServerContext, ServerMethod, ServerResult, prototype_averages, track_epochs
 
 
 @register
@@ -34,22 +33,13 @@ class FedDFVote(UnlabeledDistillation, ServerMethod):
     allowed = {"weighting": ("uniform", "samples"), "cosine": (True, False)}
     def run(self, ctx: ServerContext) -> ServerResult:
         p = self.resolved(ctx.profile)
-        groups = ctx.prototypes()
-        if not groups:
-            raise ConfigError("methods", "feddf_vote needs classifier uploads; none came")
+        groups, students = prototype_averages(ctx, p["weighting"], self.name)  # each student from its FedAvg
         ups = [u for g in groups.values() for u in g]
         teacher = ctx.teacher([u.build_model(ctx.device) for u in ups])  # all classifiers, averaged logits
         batches, aux, source = feddf_batches(ctx, p, teacher.predict, method=self.name)
         total = p["epochs"] * p["steps_per_epoch"]
-        students, opts, scheds = {}, [], []
-        for arch, members in groups.items():
-            w = [float(u.n_samples) for u in members] if p["weighting"] == "samples" else [1.0] * len(members)
-            student = ctx.make_global(arch)
-            student.load_state_dict(average_state_dicts([u.state_dict() for u in members], w))
-            opt = torch.optim.Adam(student.parameters(), lr=p["lr"])
-            students[arch] = student
-            opts.append(opt)
-            scheds.append(torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total) if p["cosine"] else None)
+        opts = [torch.optim.Adam(s.parameters(), lr=p["lr"]) for s in students.values()]
+        scheds = [torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=total) if p["cosine"] else None for o in opts]
         vote = voting_predictor(list(students.values()))
 
         def epoch(_: int):

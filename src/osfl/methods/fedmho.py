@@ -50,12 +50,10 @@ class FedMHO(ServerMethod):
             raise ConfigError("server.fedmho.init", "init: average and kd: md need classifier uploads; none came")
 
         # stage 1: generate and clean (refuses a cohort without decoders)
-        if p["cleaning"] == "kmeans":
-            syn = synthetic_set(ctx.uploads, p["samples"], p["keep"], ctx.rng("fedmho", "latents"), ctx.device,
-                                method=self.name)
-        else:  # Table VI: no cleaning, as many samples as cleaning keeps (⌊keep · M⌋ generated, all kept)
-            syn = synthetic_set(ctx.uploads, int(p["keep"] * p["samples"]), 1.0, ctx.rng("fedmho", "latents"),
-                                ctx.device, method=self.name)
+        # Table VI's cleaning: none generates as many samples as cleaning keeps (⌊keep · M⌋) and keeps them all
+        total, keep = ((p["samples"], p["keep"]) if p["cleaning"] == "kmeans" else
+                       (int(p["keep"] * p["samples"]), 1.0))
+        syn = synthetic_set(ctx.uploads, total, keep, ctx.rng("fedmho", "latents"), ctx.device, method=self.name)
 
         # stage 2: fuse
         model = ctx.make_global()

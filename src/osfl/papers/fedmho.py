@@ -256,26 +256,35 @@ def claims(numbers: dict) -> list[tuple[str, str]]:
     return out
 
 
-def fig05(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
-    """Test accuracy per server epoch of every trained column, one panel per dataset and split (first seed)."""
+def _curves_of(results_root: Path, ds: str, split: str, seed, entries: list[dict]) -> dict:
+    series = {}
+    for e in entries:
+        live = Path(results_root) / run_name(ds, split, seed) / "live" / e["id"]
+        if (live / "plots").is_dir():
+            x, y = read_curve(live)
+            if len(x) > 1:
+                series[e.get("paper", e["id"])] = (x, y)
+    return series
+
+
+def _run_curves(params: dict, results_root: Path, out: Path, stem: str, entries: list[dict],
+                suptitle: str) -> tuple[list[Path], str]:
+    """Test accuracy per server epoch of ``entries``, one panel per dataset and split (first seed)."""
     seed = (params.get("seeds") or [params.get("seed", 0)])[0]
     panels, drawn = {}, 0
     for ds in params.get("datasets") or []:
         for split in params.get("splits") or []:
-            series = {}
-            for col in params.get("columns") or []:
-                live = Path(results_root) / run_name(ds, split, seed) / "live" / col["id"]
-                if (live / "plots").is_dir():
-                    x, y = read_curve(live)
-                    if len(x) > 1:
-                        series[col.get("paper", col["id"])] = (x, y)
+            series = _curves_of(results_root, ds, split, seed, entries)
             panels[f"{DATASET_LABELS.get(ds, ds)} {split} (seed {seed})"] = (series, {}) if series else None
             drawn += bool(series)
-    if not panels:
-        panels = {"no dataset listed": None}
-    files = curve_panels(panels, out / "figure05", suptitle="Fig. 5: global model accuracy during server training",
-                         xlabel="Server epoch")
+    files = curve_panels(panels or {"no dataset listed": None}, out / stem, xlabel="Server epoch", suptitle=suptitle)
     return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
+
+
+def fig05(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+    """Every trained Table IV column during server training."""
+    return _run_curves(params, results_root, out, "figure05", params.get("columns") or [],
+                       "Fig. 5: global model accuracy during server training")
 
 
 def fig09(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
@@ -320,30 +329,11 @@ def fig02(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]
     return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
 
 
-def _curves_of(results_root: Path, ds: str, split: str, seed, entries: list[dict]) -> dict:
-    series = {}
-    for e in entries:
-        live = Path(results_root) / run_name(ds, split, seed) / "live" / e["id"]
-        if (live / "plots").is_dir():
-            x, y = read_curve(live)
-            if len(x) > 1:
-                series[e.get("paper", e["id"])] = (x, y)
-    return series
-
-
 def fig06(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
-    """FedMHO / -MD / -SD trained for 100 server epochs (variants of ``figure06``), one panel per run (first seed)."""
-    seed = (params.get("seeds") or [params.get("seed", 0)])[0]
+    """FedMHO / -MD / -SD trained for 100 server epochs (variants of ``figure06``)."""
     entries = [v for v in params.get("variants") or [] if v.get("artifact") == "figure06"]
-    panels, drawn = {}, 0
-    for ds in params.get("datasets") or []:
-        for split in params.get("splits") or []:
-            series = _curves_of(results_root, ds, split, seed, entries)
-            panels[f"{DATASET_LABELS.get(ds, ds)} {split} (seed {seed})"] = (series, {}) if series else None
-            drawn += bool(series)
-    files = curve_panels(panels or {"no dataset listed": None}, out / "figure06", xlabel="Server epoch",
-                         suptitle="Fig. 6: FedMHO without and with the KD terms over long server training")
-    return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
+    return _run_curves(params, results_root, out, "figure06", entries,
+                       "Fig. 6: FedMHO without and with the KD terms over long server training")
 
 
 def fig08(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:

@@ -111,14 +111,20 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
     return out
 
 
+def for_dataset(value, dataset: str, key: str):
+    """``value``, or its entry for ``dataset`` when it maps dataset names to values (a paper's per-dataset model)."""
+    if not isinstance(value, dict):
+        return value
+    if dataset not in value:
+        raise ConfigError(key, f"no architecture for dataset {dataset!r}; the mapping has {', '.join(value)}")
+    return value[dataset]
+
+
 def resolve_per_dataset(params: dict) -> dict:
     """``model`` may map dataset names to architectures (a paper's per-dataset choice); pick this run's."""
     model = params.get("model")
     if isinstance(model, dict):
-        ds = params.get("dataset")
-        if ds not in model:
-            raise ConfigError("model", f"no architecture for dataset {ds!r}; the mapping has {', '.join(model)}")
-        params = {**params, "model": model[ds]}
+        params = {**params, "model": for_dataset(model, params.get("dataset"), "model")}
     return params
 
 

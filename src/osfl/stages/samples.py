@@ -30,7 +30,7 @@ def _run(args) -> None:
         raise ConfigError("samples.per_class", f"must be a whole number >= 1, got {per_class!r}")
     if not isinstance(part, str) or not part:
         raise ConfigError("samples.part", "must name a part of generative clients (e.g. cvae_small)")
-    uploads = [u for u in read_uploads(require_input(paths.clients / part, f"train@...-{part}"))]
+    uploads = read_uploads(require_input(paths.clients / part, f"train@...-{part}"))
     decoders = [u for u in uploads if u.kind == "cvae_decoder"]
     if not decoders:
         raise ConfigError("samples.part", f"part {part!r} uploaded no decoders ({uploads[0].kind})")

@@ -36,7 +36,7 @@ from ..models import MODELS, build_model, resolve_model_name
 from ..models.cvae import CVAE
 from ..partition import load_partition
 from ..runtime import derive_seed, device_info, seeded_init, write_json
-from .common import load_config, load_data, parser, require_input, run_stage, test_tensors
+from .common import for_dataset, load_config, load_data, parser, require_input, run_stage, test_tensors
 
 PART_KEYS = ("name", "half", "model", "local", "cvae")
 HALVES = ("first", "second")
@@ -69,11 +69,7 @@ def resolve_part(params: dict, name: str, dataset: str, shape, clients: int) -> 
     if clients < 2:
         raise ConfigError("clients", f"a setting of parts needs at least 2 clients, got {clients}")
     ids = list(range(clients // 2)) if half == "first" else list(range(clients // 2, clients))
-    model = part.get("model")
-    if isinstance(model, dict):
-        if dataset not in model:
-            raise ConfigError(f"{key}.model", f"no architecture for dataset {dataset!r}; it has {', '.join(model)}")
-        model = model[dataset]
+    model = for_dataset(part.get("model"), dataset, f"{key}.model")
     if not isinstance(model, str):
         raise ConfigError(f"{key}.model", f"must be a model name or a mapping dataset -> name; allowed: "
                                           f"{', '.join(MODELS.names())}")
