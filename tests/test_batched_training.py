@@ -164,3 +164,38 @@ def test_local_training_is_logged_live_as_each_client_epoch_ends(tmp_path, monke
         rows = (folder / "plots" / "metrics" / "train" / f"client{k}" / "loss.tsv").read_text().split("\n")[1:]
         assert [int(r.split("\t")[0]) for r in rows if r] == [1, 2, 3]
         assert float([r for r in rows if r][-1].split("\t")[1]) == pytest.approx(res.final_loss)
+
+
+class _TinyDropout(torch.nn.Module):
+    """A small classifier with dropout, as FedMHO's VGG-9 has (its masks come from the device's random stream)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(28 * 28, 16), torch.nn.ReLU(),
+                                       torch.nn.Dropout(0.5), torch.nn.Linear(16, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def test_models_with_dropout_train_one_by_one_with_the_sequential_numbers():
+    # vmap cannot draw per-client dropout masks (it stopped FedMHO's VGG-9 part on an H100: "vmap: called random
+    # operation while in randomness error mode"); batched=True must give exactly the one-by-one path's models
+    data, _ = make_clients("cnn2", (1, 28, 28), (40, 33, 21))
+
+    def run(batched):
+        torch.manual_seed(0)
+        models = [_TinyDropout() for _ in data]
+        for m in models[1:]:
+            m.load_state_dict(models[0].state_dict())
+        calls = []
+        train_clients(models, data, gens(len(data)), batched=batched, epochs=2, augment="none", **HP,
+                      on_epoch=lambda k, e, loss: calls.append((k, e)))
+        return models, calls
+
+    seq, calls_seq = run(False)
+    bat, calls_bat = run(True)
+    assert sorted(calls_bat) == sorted(calls_seq) and len(calls_bat) == 6
+    assert all(max_state_diff(a, b) == 0.0 for a, b in zip(seq, bat))
+    with pytest.raises(ValueError, match="dropout"):
+        train_classifiers_batched(bat, data, gens(len(data)), epochs=1, augment="none", **HP)

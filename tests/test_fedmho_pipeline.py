@@ -181,6 +181,23 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
     assert {n: names.count(n) for n in expected} == expected and len(names) == sum(expected.values())
 
 
+def test_a_column_depends_on_the_parts_it_reads_only(fedmho_repo):
+    # changing one part (the CNNs) makes exactly the columns that read it stale, not every column of the run
+    work, params, _ = fedmho_repo
+    sub = work / SUB
+    index = sub / "models" / "fmnist-dir0.5-s0" / "clients" / "cnn" / "index.json"
+    before = index.read_bytes()
+    try:
+        index.write_bytes(before + b"\n")
+        stale = set(json.loads(sh("dvc", "status", "--json", cwd=sub).stdout))
+    finally:
+        index.write_bytes(before)
+    for i, col in enumerate(params["columns"]):
+        reads_cnn = "cnn" in (col["first"], col["second"])
+        assert (f"server@fmnist-dir0.5-0-col{i}" in stale) == reads_cnn, col["id"]
+    assert any(s.startswith("server@") for s in stale) and "server@fmnist-dir0.5-0-col5" not in stale
+
+
 def test_smoke_pipeline_cohorts_are_the_parts_table1_names(fedmho_repo):
     work, params, _ = fedmho_repo
     run = work / SUB / "results" / "fmnist-dir0.5-s0"

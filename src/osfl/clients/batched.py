@@ -17,6 +17,11 @@ kept per client:
   only to the clients that took the step;
 * BatchNorm running statistics are per client (stacked buffers updated inside ``vmap``).
 
+Models with stochastic layers (dropout, as FedMHO's VGG-9) are not batched: their masks come from the device's
+random stream, which ``vmap`` cannot split per client the way the sequential path draws them, so
+:func:`train_clients` trains such clients one by one (:func:`batchable`) and the numbers stay those of the
+sequential path.
+
 Loss per client is the mean cross-entropy over its batch; the batched loss is the sum over clients, whose
 gradient with respect to each client's slice is that client's own gradient.
 """
@@ -59,10 +64,18 @@ def _sgd_(params, grads, bufs, rows, *, lr: float, momentum: float, weight_decay
                 p[rows] = sub - lr * d
 
 
+def batchable(model: nn.Module) -> bool:
+    """Whether ``model`` can train inside the batched (``vmap``) path: no dropout layer with p > 0."""
+    return not any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules())
+
+
 class BatchedClients:
     """Stacked state of ``models`` (one architecture) and one training step over any subset of them."""
 
     def __init__(self, models: Sequence[nn.Module]):
+        if not all(batchable(m) for m in models):
+            raise ValueError("batched client training: a model has dropout (random masks per client cannot be "
+                             "drawn inside vmap); train it with train_clients, which runs such clients one by one")
         self.models = list(models)
         self.base = hookless_copy(self.models[0])
         params, buffers = stack_module_state(self.models)
@@ -204,14 +217,15 @@ def train_clients(
     """Train every client; returns (results, seconds per client), both in the order of ``models``.
 
     ``batched``: clients are grouped by architecture (:func:`osfl.models.architecture_key`) and each group of
-    two or more is trained as one batched model; a client alone in its architecture (or every client when
-    ``batched`` is False) is trained with :func:`osfl.clients.training.train_classifier`. A group's seconds are
+    two or more is trained as one batched model; a client alone in its architecture, a client whose model is not
+    :func:`batchable` (dropout), or every client when ``batched`` is False, is trained with
+    :func:`osfl.clients.training.train_classifier`. A group's seconds are
     shared equally among its clients.
     """
     accel = accel or Accel()
     groups: dict = {}
     for k, model in enumerate(models):
-        groups.setdefault(architecture_key(model) if batched else k, []).append(k)
+        groups.setdefault(architecture_key(model) if batched and batchable(model) else k, []).append(k)
     results: list[TrainResult | None] = [None] * len(models)
     seconds = [0.0] * len(models)
     for ks in groups.values():

@@ -27,7 +27,7 @@ from ..evaluation import accuracy
 from ..live import ClientsLive
 from ..models import build_model
 from ..runtime import derive_seed, seeded_init
-from .batched import train_clients
+from .batched import batchable, train_clients
 from .training import TrainResult
 from .upload import ClientUpload, write_upload
 
@@ -86,14 +86,19 @@ def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bo
                  live: str | Path | None = None) -> tuple[list[TrainResult], list[float], bool]:
     """Train every client of ``cohort`` in place (batched when ``runtime`` allows and there are two or more).
 
-    Returns (results, seconds per client, batched). A progress bar counts client-epochs; with ``live`` (a folder),
-    each client's loss per epoch is logged there with dvclive as it happens (:class:`osfl.live.ClientsLive`).
+    Returns (results, seconds per client, batched: every client went through the batched path; clients whose
+    model has dropout train one by one). A progress bar counts client-epochs; with ``live`` (a folder), each
+    client's loss per epoch is logged there with dvclive as it happens (:class:`osfl.live.ClientsLive`).
     """
     n = len(cohort)
     bar = tqdm(total=hp["epochs"] * n, desc="local training", disable=not progress, mininterval=1.0,
                unit="epoch")
-    batched = hp["accel"].batched(device) and n > 1
-    bar.set_description(f"{desc}{n} clients " + ("batched" if batched else "one by one"))
+    want = hp["accel"].batched(device) and n > 1
+    with_dropout = sum(not batchable(m) for m in cohort.models)  # trained one by one (clients/batched.py)
+    batched = want and not with_dropout
+    how = ("batched" if batched else "one by one" if not want or with_dropout == n
+           else f"batched, {with_dropout} with dropout one by one")
+    bar.set_description(f"{desc}{n} clients {how}")
     logger = None if live is None else ClientsLive(live, n)
 
     def on_epoch(k: int, e: int, loss: float) -> None:
@@ -103,7 +108,7 @@ def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bo
             logger.epoch(k, e, loss)
 
     try:
-        results, seconds = train_clients(cohort.models, cohort.data, cohort.gens, batched=batched, **hp,
+        results, seconds = train_clients(cohort.models, cohort.data, cohort.gens, batched=want, **hp,
                                          on_epoch=on_epoch)
     finally:
         bar.close()

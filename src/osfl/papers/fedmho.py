@@ -86,8 +86,8 @@ def _part_models(params: dict, dataset: str) -> dict[str, str]:
 
 
 def table01(params: dict, paper: pd.DataFrame, dataset: str) -> tuple[pd.DataFrame, int]:
-    """Large / small local model of each column group: ours (from ``columns`` and ``parts``) / the paper's."""
-    halves = {p["name"]: p.get("half") for p in params.get("parts") or []}
+    """Large / small local model of each column group: ours (a column's ``first`` / ``second`` part and the
+    parts' models) / the paper's."""
     models = _part_models(params, dataset)
     by_paper = {c.get("paper"): c for c in params.get("columns") or []}
     cells = pd.DataFrame(MARKDOWN_NA, index=paper.index.copy(), columns=paper.columns.copy(), dtype=object)
@@ -101,7 +101,7 @@ def table01(params: dict, paper: pd.DataFrame, dataset: str) -> tuple[pd.DataFra
                 cells.loc[row, group] = f"{MARKDOWN_NA} / {want}"
                 continue
             half = "first" if str(row).lower().startswith("large") else "second"
-            part = next((p for p in first["parts"].split(",") if halves.get(p) == half), None)
+            part = first.get(half) or None
             ours = MODEL_LABELS.get(models.get(part), models.get(part) or MARKDOWN_NA)
             differ += ours != want
             cells.loc[row, group] = f"{ours} / {want}" + ("" if ours == want else " (differs)")
