@@ -102,9 +102,11 @@ def fedmho_repo(tmp_path_factory, repo_root):
     # one variant per artifact: Table VI and Fig. 6 on the Table IV run; Tables V, VIII and Figs. 2, 8 as sweeps on the
     # same (Fashion-MNIST stand-in) run, whose rows are then named after Fashion and carry no paper number
     keep = {"fedmho-md-noclean", "fedmho-md-e100", "fedavg_vote-large10", "fedmho-md-l1-2", "fedmho-md-k40",
-            "fedmho-md-m2000", "dense-large"}
+            "fedmho-md-m2000", "dense-large", "fedmho-md-ce10"}
     params["variants"] = [v for v in params["variants"] if v["id"] in keep]
-    params["sweeps"] = {"datasets": ["fmnist"], "variants": [v for v in params["sweeps"]["variants"] if v["id"] in keep]}
+    sweeps = params["sweeps"]
+    params["sweeps"] = {"datasets": ["fmnist"], "parts": sweeps["parts"][:1], "fid": [sweeps["parts"][0]["name"], "cvae_small"],
+                        "variants": [v for v in sweeps["variants"] if v["id"] in keep]}
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
     init_repo(work, work.parent / "remote")
     out = sh("dvc", "repro", cwd=work / SUB)
@@ -177,8 +179,27 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
     expected = {"prepare": 4, "partition": runs, "train": runs * len(params["parts"]),
                 "server": runs * len(params["columns"]),
                 "variant": runs * len(params["variants"]), "sweep": 3 * 3 * len(params["sweeps"]["variants"]),
+                "sweep_train": 3 * 3 * len(params["sweeps"]["parts"]), "fid": 3 * 3 * len(params["sweeps"]["fid"]),
                 "samples": 4, "flops": 1, "render": 1}
+    assert '"sweep_train@emnist-dir0.5-0-part0" -> "fid@emnist-dir0.5-0-cvae_small_ce10"' in dot  # Table XI's E=10
+    assert '"sweep_train@emnist-dir0.5-0-part0" -> "sweep@emnist-dir0.5-0-var20"' in dot
     assert {n: names.count(n) for n in expected} == expected and len(names) == sum(expected.values())
+
+
+def test_smoke_table11_fids_and_their_references(fedmho_repo):
+    work, params, _ = fedmho_repo
+    run = work / SUB / "results" / "fmnist-dir0.5-s0"
+    recs = {p: json.loads((run / "fid" / f"{p}.json").read_text()) for p in params["sweeps"]["fid"]}
+    for rec in recs.values():
+        assert rec["extractor"] == "random_conv" and rec["samples"] >= 100
+        assert rec["real_split_fid"] < rec["noise_fid"]  # a second real subset is nearer than Gaussian noise
+    t11 = (work / SUB / "reports" / "table11.md").read_text()
+    e = params["sweeps"]["parts"][0]["cvae"]["epochs"]
+    row = next(line for line in t11.splitlines() if line.startswith(f"| Fashion: E={e} "))
+    assert f"{recs[params['sweeps']['parts'][0]['name']]['fid']:.2f} / " in row
+    assert "Fashion: Gaussian Noise" in t11 and "Fashion: Real Data" in t11 and "stand-in extractor" in t11
+    assert "| `table11` | Table XI | 2 FIDs computed (a stand-in extractor) |" in (work / SUB / "reports" /
+                                                                               "README.md").read_text()
 
 
 def test_a_column_depends_on_the_parts_it_reads_only(fedmho_repo):

@@ -7,7 +7,10 @@ Built so far:
 * Table II (FLOPs at batch size 1) from the models (stage ``flops``);
 * Table IV from the runs ``results/<dataset>-<split>-s<seed>/runs/<column>.json``: the last epoch's accuracy, mean ±
   std over the seeds that ran, beside the paper's mean ± std, and claim verdicts (SPEC §5.2, §6);
-* Fig. 5 (server-training curves of the first seed's runs) and Fig. 9 (decoded images per class, stage ``samples``).
+* Tables V, VI, VIII, IX from the ablation variants and sweeps (``variants``, ``sweeps.variants``);
+* Table XI from stage ``fid`` (FID of each ``sweeps.fid`` part's generated data, with the Gaussian-noise and
+  real-split references; the caption names the features) and the ``table11`` sweep variants (MD / SD per part);
+* Figs. 2, 5, 6, 8 (bars and curves from the runs) and Fig. 9 (decoded images per class, stage ``samples``).
 
 The other artifacts are listed as "not built yet" with the paper's numbers in ``published/``.
 """
@@ -229,6 +232,62 @@ def ablation(params: dict, results_root: Path, art, default_row: str | None) -> 
     return compare_rows(runs, load_published_table(art), load_published_table(art, "std"), entries, prefix)
 
 
+def _part_epochs(params: dict, ds: str, part: str) -> int:
+    """CVAE local epochs of ``part`` on ``ds``: the part's own ``cvae.epochs``, else ``cvae`` with ``per_dataset``."""
+    own = next((q for q in (params.get("sweeps") or {}).get("parts") or [] if q.get("name") == part), {})
+    base = {**(params.get("cvae") or {}), **(((params.get("per_dataset") or {}).get(ds) or {}).get("cvae") or {})}
+    return int({**base, **(own.get("cvae") or {})}.get("epochs", 0))
+
+
+def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, str]:
+    """Table XI on each sweep dataset's first split: FID of each ``sweeps.fid`` part's generated data (stage
+    ``fid``) with FedMHO-MD / -SD trained on that part (``table11`` variants; Table IV's runs for its own part), and
+    the Gaussian-noise and real-split references. Returns (cells, FIDs computed, the features that produced them)."""
+    paper = load_published_table(art)
+    sweeps = params.get("sweeps") or {}
+    split = (params.get("splits") or ["dir0.5"])[0]
+    seeds = params.get("seeds") or [params.get("seed", 0)]
+    entries = _md_sd_defaults(params, "") + [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table11"]
+    features: set[str] = set()  # what produced the FIDs, as each record says
+    cells, done = {}, 0
+
+    def ptxt(label, col):
+        p = paper.loc[label, col] if label in paper.index else float("nan")
+        return (MARKDOWN_NA if math.isnan(p) else f"{p:.2f}"), p
+
+    def cell(vals, label, col):
+        text, p = ptxt(label, col)
+        if not vals:
+            return f"{MARKDOWN_NA} / {text}"
+        return f"{format_spread(vals)} / {text}" + ("" if math.isnan(p) else f" ({mean_std(vals)[0] - p:+.2f})")
+
+    for ds in sweeps.get("datasets") or []:
+        runs = read_runs(results_root, params, entries, [ds]).get((ds, split), {})
+        fids = {part: [json.loads(f.read_text()) for seed in seeds
+                       if (f := Path(results_root) / run_name(ds, split, seed) / "fid" / f"{part}.json").is_file()]
+                for part in sweeps.get("fid") or []}
+        done += sum(map(len, fids.values()))
+        features |= {r.get("features", r.get("extractor", "?")) for recs in fids.values() for r in recs}
+        anyrec = [r for recs in fids.values() for r in recs][: len(seeds)]
+        lead = "" if ds == "emnist" else f"{DATASET_LABELS.get(ds, ds)}: "
+        na = {c: "N/A" for c in ("FedMHO-MD", "FedMHO-SD")}
+        cells[f"{lead}Gaussian Noise"] = {"FID": cell([r["noise_fid"] for r in anyrec], "Gaussian Noise", "FID"), **na}
+        for part, recs in fids.items():
+            e = _part_epochs(params, ds, part)
+            label = next((i for i in paper.index if paper.loc[i, "E_inferred"] == e), None) if not lead else None
+            row = {"FID": cell([r["fid"] for r in recs], label, "FID")}
+            for col in ("FedMHO-MD", "FedMHO-SD"):
+                ids = [v["id"] for v in entries if v.get("paper") == col and
+                       (v.get("second") == part if v.get("artifact") == "table11" else part == "cvae_small")]
+                vals = [r["acc_final"] for i in ids for r in runs.get(i, [])]
+                row[col] = cell(vals, label, col)
+            cells[f"{lead}E={e}" if lead or label is None else label] = row
+        cells[f"{lead}Real Data"] = {"FID": cell([r["real_split_fid"] for r in anyrec], "Real Data", "FID"), **na}
+    df = pd.DataFrame.from_dict(cells, orient="index", columns=["FID", "FedMHO-MD", "FedMHO-SD"], dtype=object)
+    df.index.name = paper.index.name
+    return df, done, "; ".join(sorted(features))
+
+
 def claims(numbers: dict) -> list[tuple[str, str]]:
     """Verdicts on the paper's Table IV claims (SPEC §5.2, §6) over the rows we ran."""
     rows = sorted({r for r, _ in numbers})
@@ -446,6 +505,21 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                                        f"tab:{art.id}-vs-paper", notes=note)
                 status[art.id] = f"{len(numbers)} cells run ({len(cells)} rows)"
                 metrics[art.id] = {"cells_run": len(numbers)}
+            else:
+                status[art.id] = "no run yet"
+        elif art.id == "table11":
+            cells, done, features = table11(params, Path(results_root), art)
+            if done:
+                split = (params.get("splits") or ["dir0.5"])[0]
+                note = (f"Each cell: ours, mean ± sample std (n seeds) / the paper's (our mean − the paper's). FID of "
+                        f"the data the part's decoders generate before cleaning, all decoders pooled, against as many "
+                        f"training images; features: {features}. E = the CVAE-small clients' local "
+                        f"epochs; FedMHO-MD / -SD trained on that part (the last E is Table IV's). Split {split}; "
+                        f"profile {params.get('profile')}; seeds {params.get('seeds')}.")
+                written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
+                                       f"tab:{art.id}-vs-paper", notes=note)
+                status[art.id] = f"{done} FIDs computed ({features.split(' (')[0]})"
+                metrics[art.id] = {"fids": done}
             else:
                 status[art.id] = "no run yet"
         elif art.id in FIGURES:

@@ -49,11 +49,13 @@ def main(argv=None) -> None:
 
 
 def resolve_part(params: dict, name: str, dataset: str, shape, clients: int) -> dict:
-    """``{"name", "ids", "model", "local", "cvae"}`` of part ``name``; a bad key fails naming it."""
-    parts = params.get("parts")
-    if not isinstance(parts, list) or not all(isinstance(q, dict) and "name" in q for q in parts):
-        raise ConfigError("parts", "must be a list of parts, each {name, half, model}")
-    by_name = {q["name"]: q for q in parts}
+    """``{"name", "ids", "model", "local", "cvae"}`` of part ``name`` (in ``parts`` or ``sweeps.parts``); a bad key
+    fails naming it."""
+    parts, sweep_parts = params.get("parts"), (params.get("sweeps") or {}).get("parts") or []
+    for key, listed in (("parts", parts), ("sweeps.parts", sweep_parts)):
+        if not isinstance(listed, list) or not all(isinstance(q, dict) and "name" in q for q in listed):
+            raise ConfigError(key, "must be a list of parts, each {name, half, model}")
+    by_name = {q["name"]: q for q in parts + sweep_parts}  # sweeps.parts: trained on the sweeps' runs only
     if name not in by_name:
         raise unknown_key(f"parts.{name}", list(by_name))
     part = by_name[name]
