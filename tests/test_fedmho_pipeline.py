@@ -102,10 +102,13 @@ def fedmho_repo(tmp_path_factory, repo_root):
     # one variant per artifact: Table VI and Fig. 6 on the Table IV run; Tables V, VIII and Figs. 2, 8 as sweeps on the
     # same (Fashion-MNIST stand-in) run, whose rows are then named after Fashion and carry no paper number
     keep = {"fedmho-md-noclean", "fedmho-md-e100", "fedavg_vote-large10", "fedmho-md-l1-2", "fedmho-md-k40",
-            "fedmho-md-m2000", "dense-large", "fedmho-md-ce10"}
+            "fedmho-md-m2000", "dense-large", "fedmho-md-ce10", "fedmho-md-le10"}
     params["variants"] = [v for v in params["variants"] if v["id"] in keep]
     sweeps = params["sweeps"]
-    params["sweeps"] = {"datasets": ["fmnist"], "parts": sweeps["parts"][:1], "fid": [sweeps["parts"][0]["name"], "cvae_small"],
+    parts = [p for p in sweeps["parts"] if p["name"] in ("cvae_small_ce10", "vgg9_le10")]
+    for part in parts:
+        part["model"] = "cnn2" if part["model"] == "vgg9" else part["model"]
+    params["sweeps"] = {"datasets": ["fmnist"], "parts": parts, "fid": ["cvae_small_ce10", "cvae_small"],
                         "variants": [v for v in sweeps["variants"] if v["id"] in keep]}
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
     init_repo(work, work.parent / "remote")
@@ -204,12 +207,13 @@ def test_smoke_table11_fids_and_their_references(fedmho_repo):
         assert rec["extractor"] == "random_conv" and rec["samples"] >= 100
         assert rec["real_split_fid"] < rec["noise_fid"]  # a second real subset is nearer than Gaussian noise
     t11 = (work / SUB / "reports" / "table11.md").read_text()
-    e = params["sweeps"]["parts"][0]["cvae"]["epochs"]
-    row = next(line for line in t11.splitlines() if line.startswith(f"| Fashion: E={e} "))
-    assert f"{recs[params['sweeps']['parts'][0]['name']]['fid']:.2f} / " in row
+    row = next(line for line in t11.splitlines() if line.startswith("| Fashion: E=10 "))
+    assert f"{recs['cvae_small_ce10']['fid']:.2f} / " in row
     assert "Fashion: Gaussian Noise" in t11 and "Fashion: Real Data" in t11 and "stand-in extractor" in t11
-    assert "| `table11` | Table XI | 2 FIDs computed (a stand-in extractor) |" in (work / SUB / "reports" /
-                                                                               "README.md").read_text()
+    readme = (work / SUB / "reports" / "README.md").read_text()
+    assert "| `table11` | Table XI | 2 FIDs computed (a stand-in extractor) |" in readme
+    # Fig. 7: the 10-epoch classifiers' FedMHO-MD beside Table IV's (local.epochs) on the sweep dataset
+    assert "| `figure07` | Fig. 7 | 1 panel(s) from runs |" in readme and (work / SUB / "reports" / "figure07.png").is_file()
 
 
 def test_a_column_depends_on_the_parts_it_reads_only(fedmho_repo):

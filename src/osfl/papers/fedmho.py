@@ -10,7 +10,7 @@ Built so far:
 * Tables V, VI, VIII, IX from the ablation variants and sweeps (``variants``, ``sweeps.variants``);
 * Table XI from stage ``fid`` (FID of each ``sweeps.fid`` part's generated data, with the Gaussian-noise and
   real-split references; the caption names the features) and the ``table11`` sweep variants (MD / SD per part);
-* Figs. 2, 5, 6, 8 (bars and curves from the runs) and Fig. 9 (decoded images per class, stage ``samples``).
+* Figs. 2, 5, 6, 7, 8 (bars and curves from the runs; Fig. 7 on sweep-only VGG-9 parts) and Fig. 9 (decoded images per class, stage ``samples``).
 
 The other artifacts are listed as "not built yet" with the paper's numbers in ``published/``.
 """
@@ -232,11 +232,13 @@ def ablation(params: dict, results_root: Path, art, default_row: str | None) -> 
     return compare_rows(runs, load_published_table(art), load_published_table(art, "std"), entries, prefix)
 
 
-def _part_epochs(params: dict, ds: str, part: str) -> int:
-    """CVAE local epochs of ``part`` on ``ds``: the part's own ``cvae.epochs``, else ``cvae`` with ``per_dataset``."""
-    own = next((q for q in (params.get("sweeps") or {}).get("parts") or [] if q.get("name") == part), {})
-    base = {**(params.get("cvae") or {}), **(((params.get("per_dataset") or {}).get(ds) or {}).get("cvae") or {})}
-    return int({**base, **(own.get("cvae") or {})}.get("epochs", 0))
+def _part_epochs(params: dict, ds: str, part: str, key: str = "cvae") -> int:
+    """Local epochs of ``part`` on ``ds`` (``key``: ``cvae`` for CVAEs, ``local`` for classifiers): the part's own
+    ``<key>.epochs``, else ``<key>`` merged with ``per_dataset``."""
+    own = next((q for q in (params.get("parts") or []) + ((params.get("sweeps") or {}).get("parts") or [])
+                if q.get("name") == part), {})
+    base = {**(params.get(key) or {}), **(((params.get("per_dataset") or {}).get(ds) or {}).get(key) or {})}
+    return int({**base, **(own.get(key) or {})}.get("epochs", 0))
 
 
 def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, str]:
@@ -395,29 +397,53 @@ def fig06(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]
                        "Fig. 6: FedMHO without and with the KD terms over long server training")
 
 
-def fig08(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
-    """Accuracy against the number of synthetic samples M (the runs' recorded M): MD and SD, the ``figure08``
-    variants and Table IV's runs, one panel per sweep dataset and split (mean over seeds)."""
-    sweeps = params.get("sweeps") or {}
-    entries = _md_sd_defaults(params, "") + [v for v in sweeps.get("variants") or [] if v.get("artifact") == "figure08"]
+
+
+def _sweep_curves(params: dict, results_root: Path, out: Path, stem: str, entries: list[dict], x_of,
+                  xlabel: str, suptitle: str) -> tuple[list[Path], str]:
+    """Final accuracy against ``x_of(dataset, entry, record)`` per paper column (mean over seeds), one panel per
+    sweep dataset and split."""
     panels, drawn = {}, 0
-    for ds in sweeps.get("datasets") or []:
+    for ds in (params.get("sweeps") or {}).get("datasets") or []:
         for (d, split), by_id in read_runs(results_root, params, entries, [ds]).items():
             points: dict[str, dict[int, list[float]]] = {}
             for e in entries:
                 for r in by_id.get(e["id"], []):
-                    m = int(r.get("choices", {}).get("synthetic_generated", r.get("choices", {}).get("samples", 0)))
-                    points.setdefault(e["paper"], {}).setdefault(m, []).append(r["acc_final"])
-            series = {name: (sorted(pts), [mean_std(pts[m])[0] for m in sorted(pts)]) for name, pts in points.items()}
+                    points.setdefault(e["paper"], {}).setdefault(x_of(d, e, r), []).append(r["acc_final"])
+            series = {name: (sorted(pts), [mean_std(pts[x])[0] for x in sorted(pts)]) for name, pts in points.items()}
             panels[f"{DATASET_LABELS.get(d, d)} {split}"] = (series, {}) if series else None
             drawn += bool(series)
-    files = curve_panels(panels or {"no sweep dataset listed": None}, out / "figure08",
-                         xlabel="Synthetic samples generated (M)",
-                         suptitle="Fig. 8: accuracy against the number of synthetic samples (mean over seeds)")
+    files = curve_panels(panels or {"no sweep dataset listed": None}, out / stem, xlabel=xlabel, suptitle=suptitle)
     return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
 
 
-FIGURES = {"figure02": fig02, "figure05": fig05, "figure06": fig06, "figure08": fig08, "figure09": fig09}
+def _sweep_entries(params: dict, artifact: str, defaults: list[dict]) -> list[dict]:
+    return defaults + [v for v in (params.get("sweeps") or {}).get("variants") or [] if v.get("artifact") == artifact]
+
+
+def fig07(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+    """Accuracy against the VGG-9 clients' local epochs (the ``first`` part's ``local.epochs``): FedMHO, MD and SD,
+    the ``figure07`` variants and Table IV's runs, one panel per sweep dataset and split (mean over seeds)."""
+    fedmhos = [{**c, "row": ""} for c in params.get("columns") or [] if str(c.get("paper", "")).startswith("FedMHO")]
+    return _sweep_curves(params, results_root, out, "figure07", _sweep_entries(params, "figure07", fedmhos),
+                         lambda d, e, r: _part_epochs(params, d, e["first"], key="local"), "VGG-9 local epochs",
+                         "Fig. 7: accuracy against the classifiers' local epochs (mean over seeds)")
+
+
+def fig08(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+    """Accuracy against the number of synthetic samples M (the runs' recorded M): MD and SD, the ``figure08``
+    variants and Table IV's runs, one panel per sweep dataset and split (mean over seeds)."""
+    def m_of(d, e, r):
+        return int(r.get("choices", {}).get("synthetic_generated", r.get("choices", {}).get("samples", 0)))
+
+    return _sweep_curves(params, results_root, out, "figure08",
+                         _sweep_entries(params, "figure08", _md_sd_defaults(params, "")), m_of,
+                         "Synthetic samples generated (M)",
+                         "Fig. 8: accuracy against the number of synthetic samples (mean over seeds)")
+
+
+FIGURES = {"figure02": fig02, "figure05": fig05, "figure06": fig06, "figure07": fig07, "figure08": fig08,
+           "figure09": fig09}
 #: figures without data (SPEC §5): listed, nothing to reproduce
 SCHEMATICS = {"figure01": "a schematic (the scenario): no data", "figure03": "a schematic (the framework): no data",
               "figure04": "a conceptual illustration of knowledge forgetting (SPEC §5): no data; Fig. 6 measures it"}
