@@ -75,6 +75,24 @@ def test_table5_and_table6_switches(tmp_path):
     assert res.choices["synthetic_generated"] == res.choices["synthetic_kept"] == alloc.sum()
 
 
+def test_trainable_loss_weights_start_at_the_fixed_ones_and_move(tmp_path):
+    """Table V's "both trainable" row: λ₁, λ₂ = softplus(w) from ce_weight and lam, trained by the same Adam; every
+    epoch records them, and the model differs from the fixed-weight run."""
+    ctx = make_ctx(tmp_path)
+    fixed = run(ctx, kd="md", epochs=400)  # smoke scales 400 epochs to 4
+    res = run(ctx, kd="md", weights="trainable", epochs=400)
+    entries = [e for e in res.curve if e["epoch"] > 0]
+    assert len(entries) == 4 and all({"ce_weight", "kd_weight"} <= set(e) for e in entries)
+    # each Adam step moves w by about lr (5e-4): after a few steps both weights are just below 1 (softplus(w) with
+    # dL/dw > 0 always), and different from each other
+    assert all(0.9 < e["ce_weight"] < 1.0 and 0.9 < e["kd_weight"] < 1.0 for e in entries)
+    assert entries[-1]["ce_weight"] < entries[0]["ce_weight"] and entries[-1]["kd_weight"] < entries[0]["kd_weight"]
+    assert not all(torch.equal(a, b) for a, b in zip(fixed.model.state_dict().values(), res.model.state_dict().values()))
+    assert "ce_weight" not in fixed.curve[-1]
+    with pytest.raises(ConfigError, match="^server.fedmho.weights: unknown value 'learned'"):
+        METHODS.get("fedmho")(weights="learned")
+
+
 def test_refuses_settings_it_cannot_run(tmp_path):
     with pytest.raises(ConfigError, match="^methods: fedmho needs generative clients"):
         run(make_ctx(tmp_path / "a", decoders=False))

@@ -102,7 +102,7 @@ def fedmho_repo(tmp_path_factory, repo_root):
     # one variant per artifact: Table VI and Fig. 6 on the Table IV run; Tables V, VIII and Figs. 2, 8 as sweeps on the
     # same (Fashion-MNIST stand-in) run, whose rows are then named after Fashion and carry no paper number
     keep = {"fedmho-md-noclean", "fedmho-md-e100", "fedavg_vote-large10", "fedmho-md-l1-2", "fedmho-md-k40",
-            "fedmho-md-m2000", "dense-large", "fedmho-md-ce10", "fedmho-md-le10"}
+            "fedmho-md-m2000", "dense-large", "fedmho-md-ce10", "fedmho-md-le10", "fedmho-md-trainable"}
     params["variants"] = [v for v in params["variants"] if v["id"] in keep]
     sweeps = params["sweeps"]
     parts = [p for p in sweeps["parts"] if p["name"] in ("cvae_small_ce10", "vgg9_le10")]
@@ -156,6 +156,10 @@ def test_smoke_pipeline_renders_the_ablations_and_their_figures(fedmho_repo):
     t5 = (reports / "table05.md").read_text()
     assert f"| Fashion: 1, 1, dir0.5 | {acc('fedmho-md')} / — |" in t5  # Table IV's MD run is the (1, 1) row
     assert f"| Fashion: 1, 2, dir0.5 | {acc('fedmho-md-l1-2')} / — |" in t5
+    assert f"| Fashion: trainable, trainable, dir0.5 | {acc('fedmho-md-trainable')} / — |" in t5
+    metrics = run / "live" / "fedmho-md-trainable" / "plots" / "metrics" / "train"
+    for lam in ("ce_weight", "kd_weight"):  # the λs it ended each epoch with, recorded by dvclive
+        assert 0 < float((metrics / f"{lam}.tsv").read_text().splitlines()[-1].split("\t")[-1]) < 1
     assert f"| Fashion: 40, dir0.5 | {acc('fedmho-md-k40')} / — |" in (reports / "table08.md").read_text()
     readme = (reports / "README.md").read_text()
     for fig in ("figure02", "figure06", "figure08"):
@@ -185,7 +189,7 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
                 "sweep_train": 3 * 3 * len(params["sweeps"]["parts"]), "fid": 3 * 3 * len(params["sweeps"]["fid"]),
                 "samples": 4, "flops": 1, "render": 1}
     assert '"sweep_train@emnist-dir0.5-0-part0" -> "fid@emnist-dir0.5-0-cvae_small_ce10"' in dot  # Table XI's E=10
-    assert '"sweep_train@emnist-dir0.5-0-part0" -> "sweep@emnist-dir0.5-0-var20"' in dot
+    assert '"sweep_train@emnist-dir0.5-0-part0" -> "sweep@emnist-dir0.5-0-var22"' in dot
     assert {n: names.count(n) for n in expected} == expected and len(names) == sum(expected.values())
 
 

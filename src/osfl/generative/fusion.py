@@ -48,10 +48,17 @@ def kl_to_teacher(logits: torch.Tensor, teacher_logits: torch.Tensor, T: float, 
 def epoch_step(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, lr: float, batch_size: int,
                order: torch.Generator, teacher: Callable[[torch.Tensor], torch.Tensor] | None = None,
                lam: float = 1.0, T: float = 1.0, kd_reduction: str = "mean",
-               ce_weight: float = 1.0) -> Callable[[int], tuple]:
+               ce_weight: float = 1.0, trainable_weights: bool = False) -> Callable[[int], tuple]:
     """``step(epoch) -> (model, {"train_loss": mean batch loss})`` training ``model`` for one pass over (x, y) on
-    ``ce_weight`` · CE + ``lam`` · KL (FedMHO's λ₁, λ₂; Table V)."""
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    ``ce_weight`` · CE + ``lam`` · KL (FedMHO's λ₁, λ₂; Table V).
+
+    ``trainable_weights`` (Table V's "both trainable" row; the paper does not say how, SPEC ambiguity 13): λ₁ and
+    λ₂ are softplus(w) of two scalars that start at ``ce_weight`` and ``lam`` and are trained by the same Adam on the
+    same loss; each epoch's entry then also records them (``ce_weight``, ``kd_weight``)."""
+    w = None
+    if trainable_weights:
+        w = torch.nn.Parameter(torch.tensor([ce_weight, lam], dtype=torch.float32, device=x.device).expm1().log())
+    opt = torch.optim.Adam(list(model.parameters()) + ([w] if w is not None else []), lr=lr)
     n = len(y)
 
     def step(epoch: int):
@@ -61,17 +68,21 @@ def epoch_step(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, lr: 
         for i in range(0, n, batch_size):
             idx = perm[i : i + batch_size]
             logits = model(x[idx])
-            loss = ce_weight * F.cross_entropy(logits, y[idx])  # × 1.0 is exact: the default changes no bit
+            l1, l2 = (ce_weight, lam) if w is None else F.softplus(w).unbind()
+            loss = l1 * F.cross_entropy(logits, y[idx])  # × 1.0 is exact: the default changes no bit
             if teacher is not None:
                 with torch.no_grad():
                     target = teacher(x[idx])
-                loss = loss + lam * kl_to_teacher(logits, target, T, kd_reduction)
+                loss = loss + l2 * kl_to_teacher(logits, target, T, kd_reduction)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             total += loss.item()
             batches += 1
         model.eval()
-        return model, {"train_loss": total / max(1, batches)}
+        fields = {"train_loss": total / max(1, batches)}
+        if w is not None:
+            fields.update(zip(("ce_weight", "kd_weight"), F.softplus(w.detach()).tolist()))
+        return model, fields
 
     return step

@@ -8,7 +8,9 @@ uploaded classifiers (Eq. 4; ``init: random`` for FedCVAE-like training) and is 
 images with cross-entropy (Eq. 5) plus ``lam`` × a KL term (Eq. 8): ``kd: md`` distils the averaged logits of the
 uploaded classifiers (FedMHO-MD, Eq. 6 as the code computes it: one softmax of the mean logits), ``kd: sd`` the
 frozen initial global model (FedMHO-SD, Eq. 7), ``kd: none`` is plain FedMHO. ``ce_weight`` is Table V's λ₁
-(``lam`` its λ₂); ``cleaning: none`` is Table VI's ablation (no k-means: ⌊keep · M⌋ samples generated and all used,
+(``lam`` its λ₂); ``weights: trainable`` is Table V's "both trainable" row (SPEC ambiguity 13's proposal: λ₁, λ₂ =
+softplus of two scalars starting at ``ce_weight`` and ``lam``, trained by the same Adam; their values per epoch are
+in the curve); ``cleaning: none`` is Table VI's ablation (no k-means: ⌊keep · M⌋ samples generated and all used,
 the number cleaning would keep). The official KL uses
 ``KLDivLoss()``'s default ``reduction='mean'`` (the mean over B × C elements, i.e. 1/C of the batch-mean KL);
 ``kd_reduction: batchmean`` is the textbook scale (SPEC §1.7). The student trains in train mode (VGG-9's dropout
@@ -32,9 +34,9 @@ class FedMHO(ServerMethod):
     trains_global = True
     defaults = {"kd": "none", "lam": 1.0, "ce_weight": 1.0, "temperature": 1.0, "kd_reduction": "mean",
                 "samples": 6000, "keep": 0.8, "cleaning": "kmeans", "epochs": 20, "lr": 5e-4, "batch_size": 64,
-                "init": "average"}
+                "init": "average", "weights": "fixed"}
     allowed = {"kd": ("none", "md", "sd"), "kd_reduction": ("mean", "batchmean"), "init": ("average", "random"),
-               "cleaning": ("kmeans", "none")}
+               "cleaning": ("kmeans", "none"), "weights": ("fixed", "trainable")}
     epoch_keys = ("epochs",)
     data_keys = ("samples",)
     positive = ("temperature", "samples", "keep", "epochs", "lr", "batch_size")
@@ -66,7 +68,8 @@ class FedMHO(ServerMethod):
             teacher = copy.deepcopy(model).eval()
         step = epoch_step(model, syn["x"], syn["y"], lr=p["lr"], batch_size=int(p["batch_size"]),
                           order=ctx.rng("fedmho", "order"), teacher=teacher, lam=p["lam"], T=float(p["temperature"]),
-                          kd_reduction=p["kd_reduction"], ce_weight=p["ce_weight"])
+                          kd_reduction=p["kd_reduction"], ce_weight=p["ce_weight"],
+                          trainable_weights=p["weights"] == "trainable")
         curve = track_epochs(ctx, int(p["epochs"]), step, f"fedmho ({p['kd']})", start=model)
         choices = {**p, "synthetic_generated": syn["generated"], "synthetic_kept": len(syn["y"]),
                    "classifier_clients": [u.client_id for u in classifiers],
