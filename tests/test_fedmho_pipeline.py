@@ -109,7 +109,10 @@ def fedmho_repo(tmp_path_factory, repo_root):
     for part in parts:
         part["model"] = "cnn2" if part["model"] == "vgg9" else part["model"]
     params["sweeps"] = {"datasets": ["fmnist"], "parts": parts, "fid": ["cvae_small_ce10", "cvae_small"],
-                        "variants": [v for v in sweeps["variants"] if v["id"] in keep]}
+                        "variants": [v for v in sweeps["variants"] if v["id"] in keep],
+                        # Table VII: one N, the parts and two of the columns it shows
+                        "clients": [6], "clients_parts": ["vgg9", "cvae_small", "cvae_large"],
+                        "clients_columns": [c for c in sweeps["clients_columns"] if c["id"] in ("fedcvae", "fedmho-md")]}
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
     init_repo(work, work.parent / "remote")
     out = sh("dvc", "repro", cwd=work / SUB)
@@ -187,6 +190,7 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
                 "server": runs * len(params["columns"]),
                 "variant": runs * len(params["variants"]), "sweep": 3 * 3 * len(params["sweeps"]["variants"]),
                 "sweep_train": 3 * 3 * len(params["sweeps"]["parts"]), "fid": 3 * 3 * len(params["sweeps"]["fid"]),
+                "nclients_partition": 3 * 3, "nclients_train": 3 * 3 * 4, "nclients_server": 3 * 3 * 6,
                 "samples": 4, "flops": 1, "render": 1}
     assert '"sweep_train@emnist-dir0.5-0-part0" -> "fid@emnist-dir0.5-0-cvae_small_ce10"' in dot  # Table XI's E=10
     assert '"sweep_train@emnist-dir0.5-0-part0" -> "sweep@emnist-dir0.5-0-var22"' in dot
@@ -218,6 +222,18 @@ def test_smoke_table11_fids_and_their_references(fedmho_repo):
     assert "| `table11` | Table XI | 2 FIDs computed (a stand-in extractor) |" in readme
     # Fig. 7: the 10-epoch classifiers' FedMHO-MD beside Table IV's (local.epochs) on the sweep dataset
     assert "| `figure07` | Fig. 7 | 1 panel(s) from runs |" in readme and (work / SUB / "reports" / "figure07.png").is_file()
+
+
+def test_smoke_table7_runs_with_n_clients(fedmho_repo):
+    work, params, _ = fedmho_repo
+    run = work / SUB / "results" / "fmnist-dir0.5-s0-n6"
+    assert json.loads((run / "clients-vgg9.json").read_text())["clients"] == [0, 1, 2]  # N/2 of each kind
+    assert json.loads((run / "clients-cvae_small.json").read_text())["clients"] == [3, 4, 5]
+    t7 = (work / SUB / "reports" / "table07.md").read_text()
+    for cid, name in (("fedcvae", "FEDCVAE"), ("fedmho-md", "FedMHO-MD")):
+        acc = json.loads((run / "runs" / f"{cid}.json").read_text())["acc_final"]
+        assert f"| Fashion: {name} | {acc:.2f} / — |" in t7
+    assert "| `table07` | Table VII | 2 cells run (2 rows) |" in (work / SUB / "reports" / "README.md").read_text()
 
 
 def test_a_column_depends_on_the_parts_it_reads_only(fedmho_repo):

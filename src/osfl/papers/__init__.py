@@ -16,7 +16,7 @@ PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
     },
     "fedmho": {
         "datasets": None, "splits": None, "seeds": None, "parts": None, "columns": None, "per_dataset": None,
-        "variants": None, "sweeps": ("datasets", "parts", "variants", "fid"),
+        "variants": None, "sweeps": ("datasets", "parts", "variants", "fid", "clients", "clients_parts", "clients_columns"),
         "fid": ("extractor", "samples"),
         "cvae": ("epochs", "batch_size", "lr", "beta", "reduction"),
         "flops": ("transposed", "columns", "rows"),

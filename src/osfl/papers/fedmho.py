@@ -7,7 +7,8 @@ Built so far:
 * Table II (FLOPs at batch size 1) from the models (stage ``flops``);
 * Table IV from the runs ``results/<dataset>-<split>-s<seed>/runs/<column>.json``: the last epoch's accuracy, mean ±
   std over the seeds that ran, beside the paper's mean ± std, and claim verdicts (SPEC §5.2, §6);
-* Tables V, VI, VIII, IX from the ablation variants and sweeps (``variants``, ``sweeps.variants``);
+* Tables V, VI, VIII, IX from the ablation variants and sweeps (``variants``, ``sweeps.variants``); Table VII from
+  the runs with N clients (``sweeps.clients``, stages ``nclients_*``);
 * Table XI from stage ``fid`` (FID of each ``sweeps.fid`` part's generated data, with the Gaussian-noise and
   real-split references; the caption names the features) and the ``table11`` sweep variants (MD / SD per part);
 * Figs. 2, 5, 6, 7, 8 (bars and curves from the runs; Fig. 7 on sweep-only VGG-9 parts) and Fig. 9 (decoded images per class, stage ``samples``).
@@ -230,6 +231,38 @@ def ablation(params: dict, results_root: Path, art, default_row: str | None) -> 
     prefix = ((lambda ds, e: DATASET_LABELS.get(ds, ds)) if table06 else
               (lambda ds, e: e["row"] if ds == "emnist" else f"{DATASET_LABELS.get(ds, ds)}: {e['row']}"))
     return compare_rows(runs, load_published_table(art), load_published_table(art, "std"), entries, prefix)
+
+
+def table07(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
+    """Table VII: each ``sweeps.clients_columns`` column on each sweep dataset's first split with N clients
+    (``sweeps.clients``; runs ``<run>-n<N>``), mean ± std over seeds beside the paper's. Returns (cells, cells run)."""
+    paper, paper_std = load_published_table(art), load_published_table(art, "std")
+    sweeps = params.get("sweeps") or {}
+    split = (params.get("splits") or ["dir0.5"])[0]
+    seeds = params.get("seeds") or [params.get("seed", 0)]
+    cells, done = {}, 0
+    for ds in sweeps.get("datasets") or []:
+        lead = "" if ds == "emnist" else f"{DATASET_LABELS.get(ds, ds)}: "
+        for col in sweeps.get("clients_columns") or []:
+            name = col.get("paper", col["id"])
+            label = name if not lead and name in paper.index else None
+            row = cells.setdefault(f"{lead}{name}", {})
+            for n in sweeps.get("clients") or []:
+                key = f"N{n}"
+                recs = [json.loads(f.read_text()) for seed in seeds
+                        if (f := Path(results_root) / f"{run_name(ds, split, seed)}-n{n}" / "runs" / f"{col['id']}.json")
+                        .is_file()]
+                vals = [r["acc_final"] for r in recs]
+                p = paper.loc[label, key] if label is not None and key in paper.columns else float("nan")
+                ps = paper_std.loc[label, key] if label is not None and key in paper_std.columns else float("nan")
+                ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"
+                delta = "" if math.isnan(p) or not vals else f" ({mean_std(vals)[0] - p:+.2f})"
+                row[f"N = {n}"] = f"{format_spread(vals) if vals else MARKDOWN_NA} / {ptxt}{delta}"
+                done += bool(vals)
+    columns = [f"N = {n}" for n in sweeps.get("clients") or []]
+    df = pd.DataFrame.from_dict(cells, orient="index", columns=columns, dtype=object)
+    df.index.name = paper.index.name
+    return df, done
 
 
 def _part_epochs(params: dict, ds: str, part: str, key: str = "cvae") -> int:
@@ -466,6 +499,17 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     flops_file = Path(results_root) / "flops.json"
     runs = read_runs(Path(results_root), params)
     first_ds = (params.get("datasets") or ["fmnist"])[0]
+    where = (f"split {(params.get('splits') or ['dir0.5'])[0]}; profile {params.get('profile')}; seeds "
+             f"{params.get('seeds')}.")
+
+    def put(art, cells, done: int, note: str, state: str, metric: dict) -> None:
+        """A table built from runs (``done`` > 0) beside the paper's, or its "no run yet" state."""
+        if not done:
+            status[art.id] = "no run yet"
+            return
+        written.extend(write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
+                                   f"tab:{art.id}-vs-paper", notes=note))
+        status[art.id], metrics[art.id] = state, metric
     for art in arts:
         if art.id == "table01":
             cells, differ = table01(params, load_published_table(art, "text"), first_ds)
@@ -533,21 +577,18 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                 metrics[art.id] = {"cells_run": len(numbers)}
             else:
                 status[art.id] = "no run yet"
+        elif art.id == "table07":
+            cells, done = table07(params, Path(results_root), art)
+            put(art, cells, done, "Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std "
+                "(n seeds) / the paper's mean ± std (our mean − the paper's). N clients, N/2 of each kind, on " + where,
+                f"{done} cells run ({len(cells)} rows)", {"cells_run": done})
         elif art.id == "table11":
             cells, done, features = table11(params, Path(results_root), art)
-            if done:
-                split = (params.get("splits") or ["dir0.5"])[0]
-                note = (f"Each cell: ours, mean ± sample std (n seeds) / the paper's (our mean − the paper's). FID of "
-                        f"the data the part's decoders generate before cleaning, all decoders pooled, against as many "
-                        f"training images; features: {features}. E = the CVAE-small clients' local "
-                        f"epochs; FedMHO-MD / -SD trained on that part (the last E is Table IV's). Split {split}; "
-                        f"profile {params.get('profile')}; seeds {params.get('seeds')}.")
-                written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
-                                       f"tab:{art.id}-vs-paper", notes=note)
-                status[art.id] = f"{done} FIDs computed ({features.split(' (')[0]})"
-                metrics[art.id] = {"fids": done}
-            else:
-                status[art.id] = "no run yet"
+            put(art, cells, done, "Each cell: ours, mean ± sample std (n seeds) / the paper's (our mean − the "
+                "paper's). FID of the data the part's decoders generate before cleaning, all decoders pooled, against as many "
+                f"training images; features: {features}. E = the CVAE-small clients' local epochs; FedMHO-MD / -SD "
+                "trained on that part (the last E is Table IV's). " + where[0].upper() + where[1:],
+                f"{done} FIDs computed ({features.split(' (')[0]})", {"fids": done})
         elif art.id in FIGURES:
             files, state = FIGURES[art.id](params, Path(results_root), out)
             written += files
