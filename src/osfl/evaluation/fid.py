@@ -50,13 +50,18 @@ class RandomConvFeatures(nn.Module):
         return self.net(x.float())
 
 
+def check_extractor(extractor) -> None:
+    """``fid.extractor`` must name one of :data:`EXTRACTORS`."""
+    if extractor not in EXTRACTORS:
+        raise ConfigError("fid.extractor", f"unknown extractor {extractor!r}; allowed: {', '.join(EXTRACTORS)}")
+
+
 def fid_metric(extractor: str, channels: int):
     """A torchmetrics ``FrechetInceptionDistance`` that keeps its real features across :meth:`reset` (one real
     set, several generated ones)."""
     from torchmetrics.image.fid import FrechetInceptionDistance
 
-    if extractor not in EXTRACTORS:
-        raise ConfigError("fid.extractor", f"unknown extractor {extractor!r}; allowed: {', '.join(EXTRACTORS)}")
+    check_extractor(extractor)
     if extractor == "random_conv":
         return FrechetInceptionDistance(feature=RandomConvFeatures(channels), reset_real_features=False,
                                         normalize=True)

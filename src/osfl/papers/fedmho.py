@@ -63,9 +63,12 @@ def run_name(dataset: str, split: str, seed) -> str:
 
 
 def read_runs(results_root: Path, params: dict, entries: list[dict] | None = None,
-              datasets: list[str] | None = None) -> dict[tuple[str, str], dict[str, list[dict]]]:
+              datasets: list[str] | None = None, *, suffix: str = "",
+              folder: str = "runs") -> dict[tuple[str, str], dict[str, list[dict]]]:
     """``{(dataset, split): {entry id: [run record per seed that ran]}}`` for ``entries`` (default: Table IV's
-    ``columns``) on ``datasets`` (default: ``datasets``), every listed split and seed."""
+    ``columns``) on ``datasets`` (default: ``datasets``), every listed split and seed: the records
+    ``results/<run><suffix>/<folder>/<id>.json`` (``suffix`` ``-n<N>``: Table VII's runs; ``folder`` ``fid``: the
+    FID records, one per part)."""
     entries = params.get("columns") or [] if entries is None else entries
     out: dict = {}
     for ds in (params.get("datasets") or []) if datasets is None else datasets:
@@ -73,7 +76,7 @@ def read_runs(results_root: Path, params: dict, entries: list[dict] | None = Non
             cols: dict[str, list[dict]] = {}
             for seed in params.get("seeds") or [params.get("seed", 0)]:
                 for col in entries:
-                    f = Path(results_root) / run_name(ds, split, seed) / "runs" / f"{col['id']}.json"
+                    f = Path(results_root) / f"{run_name(ds, split, seed)}{suffix}" / folder / f"{col['id']}.json"
                     if f.is_file():
                         cols.setdefault(col["id"], []).append({**json.loads(f.read_text()), "seed": seed})
             out[(ds, split)] = cols
@@ -168,6 +171,15 @@ def _same_number(a: str, b: str) -> bool:
         return False
 
 
+def vs_paper(vals: list[float], p: float, ps: float = float("nan")) -> str:
+    """One cell: ``ours mean ± std (n) / paper ± std (our mean − the paper's)``, with — for a missing side."""
+    ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"
+    if not vals:
+        return f"{MARKDOWN_NA} / {ptxt}"
+    delta = "" if math.isnan(p) else f" ({mean_std(vals)[0] - p:+.2f})"
+    return f"{format_spread(vals)} / {ptxt}{delta}"
+
+
 def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entries: list[dict],
                  prefix=lambda ds, entry: DATASET_LABELS.get(ds, ds)) -> tuple[pd.DataFrame, dict]:
     """Rows of the runs' datasets and splits: ``ours mean ± std (n) / paper ± std (Δ mean)``, and the cells' numbers.
@@ -195,14 +207,9 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
     for key, row in rows.items():
         cells[key] = {}
         for pcol, vals in row.items():
-            p = paper.loc[key, pcol] if key in paper.index else float("nan")
-            ps = paper_std.loc[key, pcol] if key in paper.index else float("nan")
-            ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"
-            if not vals:
-                cells[key][pcol] = f"{MARKDOWN_NA} / {ptxt}"
-                continue
-            delta = "" if math.isnan(p) else f" ({mean_std(vals)[0] - p:+.2f})"
-            cells[key][pcol] = f"{format_spread(vals)} / {ptxt}{delta}"
+            known = key in paper.index
+            cells[key][pcol] = vs_paper(vals or [], paper.loc[key, pcol] if known else float("nan"),
+                                        paper_std.loc[key, pcol] if known else float("nan"))
     df = pd.DataFrame.from_dict(cells, orient="index", columns=list(paper.columns), dtype=object)
     df.index.name = paper.index.name
     return df, numbers
@@ -239,25 +246,22 @@ def table07(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     paper, paper_std = load_published_table(art), load_published_table(art, "std")
     sweeps = params.get("sweeps") or {}
     split = (params.get("splits") or ["dir0.5"])[0]
-    seeds = params.get("seeds") or [params.get("seed", 0)]
+    cols = sweeps.get("clients_columns") or []
     cells, done = {}, 0
     for ds in sweeps.get("datasets") or []:
         lead = "" if ds == "emnist" else f"{DATASET_LABELS.get(ds, ds)}: "
-        for col in sweeps.get("clients_columns") or []:
+        runs = {n: read_runs(results_root, params, cols, [ds], suffix=f"-n{n}").get((ds, split), {})
+                for n in sweeps.get("clients") or []}
+        for col in cols:
             name = col.get("paper", col["id"])
             label = name if not lead and name in paper.index else None
             row = cells.setdefault(f"{lead}{name}", {})
-            for n in sweeps.get("clients") or []:
+            for n, by_id in runs.items():
                 key = f"N{n}"
-                recs = [json.loads(f.read_text()) for seed in seeds
-                        if (f := Path(results_root) / f"{run_name(ds, split, seed)}-n{n}" / "runs" / f"{col['id']}.json")
-                        .is_file()]
-                vals = [r["acc_final"] for r in recs]
-                p = paper.loc[label, key] if label is not None and key in paper.columns else float("nan")
-                ps = paper_std.loc[label, key] if label is not None and key in paper_std.columns else float("nan")
-                ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"
-                delta = "" if math.isnan(p) or not vals else f" ({mean_std(vals)[0] - p:+.2f})"
-                row[f"N = {n}"] = f"{format_spread(vals) if vals else MARKDOWN_NA} / {ptxt}{delta}"
+                vals = [r["acc_final"] for r in by_id.get(col["id"], [])]
+                known = label is not None and key in paper.columns
+                row[f"N = {n}"] = vs_paper(vals, paper.loc[label, key] if known else float("nan"),
+                                           paper_std.loc[label, key] if known else float("nan"))
                 done += bool(vals)
     columns = [f"N = {n}" for n in sweeps.get("clients") or []]
     df = pd.DataFrame.from_dict(cells, orient="index", columns=columns, dtype=object)
@@ -282,25 +286,18 @@ def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, s
     sweeps = params.get("sweeps") or {}
     split = (params.get("splits") or ["dir0.5"])[0]
     seeds = params.get("seeds") or [params.get("seed", 0)]
+    parts = sweeps.get("fid") or []
     entries = _md_sd_defaults(params, "") + [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table11"]
     features: set[str] = set()  # what produced the FIDs, as each record says
     cells, done = {}, 0
 
-    def ptxt(label, col):
-        p = paper.loc[label, col] if label in paper.index else float("nan")
-        return (MARKDOWN_NA if math.isnan(p) else f"{p:.2f}"), p
-
-    def cell(vals, label, col):
-        text, p = ptxt(label, col)
-        if not vals:
-            return f"{MARKDOWN_NA} / {text}"
-        return f"{format_spread(vals)} / {text}" + ("" if math.isnan(p) else f" ({mean_std(vals)[0] - p:+.2f})")
+    def cell(vals, label, col):  # the paper prints no std here
+        return vs_paper(vals, paper.loc[label, col] if label in paper.index else float("nan"))
 
     for ds in sweeps.get("datasets") or []:
         runs = read_runs(results_root, params, entries, [ds]).get((ds, split), {})
-        fids = {part: [json.loads(f.read_text()) for seed in seeds
-                       if (f := Path(results_root) / run_name(ds, split, seed) / "fid" / f"{part}.json").is_file()]
-                for part in sweeps.get("fid") or []}
+        by_part = read_runs(results_root, params, [{"id": p} for p in parts], [ds], folder="fid").get((ds, split), {})
+        fids = {part: by_part.get(part, []) for part in parts}
         done += sum(map(len, fids.values()))
         features |= {r.get("features", r.get("extractor", "?")) for recs in fids.values() for r in recs}
         anyrec = [r for recs in fids.values() for r in recs][: len(seeds)]
@@ -312,8 +309,7 @@ def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, s
             label = next((i for i in paper.index if paper.loc[i, "E_inferred"] == e), None) if not lead else None
             row = {"FID": cell([r["fid"] for r in recs], label, "FID")}
             for col in ("FedMHO-MD", "FedMHO-SD"):
-                ids = [v["id"] for v in entries if v.get("paper") == col and
-                       (v.get("second") == part if v.get("artifact") == "table11" else part == "cvae_small")]
+                ids = [v["id"] for v in entries if v.get("paper") == col and v.get("second") == part]
                 vals = [r["acc_final"] for i in ids for r in runs.get(i, [])]
                 row[col] = cell(vals, label, col)
             cells[f"{lead}E={e}" if lead or label is None else label] = row

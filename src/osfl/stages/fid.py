@@ -21,14 +21,11 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
-from ..errors import ConfigError, unknown_key
-from ..evaluation.fid import DESCRIPTIONS, EXTRACTORS, frechet_distances
+from ..errors import ConfigError
+from ..evaluation.fid import DESCRIPTIONS, check_extractor, frechet_distances
 from ..generative.synthesis import allocate, decoder_from_upload, generate
 from ..runtime import derive_seed, write_json
 from .common import load_config, load_data, parser, require_input, run_stage
-
-FID_KEYS = ("extractor", "samples")
-
 
 def main(argv=None) -> None:
     p = parser(__doc__)
@@ -36,17 +33,12 @@ def main(argv=None) -> None:
     run_stage(_run, p, argv)
 
 
-def fid_settings(params: dict, profile) -> tuple[str, int | None]:
-    """(extractor, samples or None = the FedMHO server's M) from ``fid``; a bad key or value fails naming it."""
+def fid_settings(params: dict, profile) -> tuple[str, int]:
+    """(extractor, samples: ``fid.samples`` or the FedMHO server's M) from ``fid``, whose keys
+    :func:`osfl.config.check_keys` has checked; a bad value fails naming it."""
     own = params.get("fid") or {}
-    if not isinstance(own, dict):
-        raise ConfigError("fid", f"must be a mapping of {', '.join(FID_KEYS)}")
-    for k in own:
-        if k not in FID_KEYS:
-            raise unknown_key(f"fid.{k}", FID_KEYS)
     extractor = own.get("extractor", "random_conv")
-    if extractor not in EXTRACTORS:
-        raise ConfigError("fid.extractor", f"unknown extractor {extractor!r}; allowed: {', '.join(EXTRACTORS)}")
+    check_extractor(extractor)
     samples = own.get("samples")
     if samples is not None and (isinstance(samples, bool) or not isinstance(samples, int) or samples < 2):
         raise ConfigError("fid.samples", f"must be a whole number >= 2 or null (the FedMHO server's M), got {samples!r}")
