@@ -1,5 +1,6 @@
 """Every bad value fails before any work, with one line naming the key and what is allowed."""
 import copy
+from dataclasses import asdict
 import subprocess
 import sys
 
@@ -131,7 +132,7 @@ def test_params_yaml_writes_only_what_differs_from_the_defaults():
         assert defaults["server"][name] == METHODS.get(name).defaults, name
         for key, value in (BASE["server"][name] or {}).items():
             assert value != defaults["server"][name][key], f"server.{name}.{key} is at its default"
-    for section, default in (("local", LocalTraining().as_dict()), ("runtime", Accel().__dict__)):
+    for section, default in (("local", asdict(LocalTraining())), ("runtime", Accel().__dict__)):
         assert defaults[section] == default
         for key, value in (BASE.get(section) or {}).items():
             assert value != default[key], f"{section}.{key} is at its default"

@@ -15,13 +15,13 @@ SHAPE, K = (1, 28, 28), 3
 HIST = [[20, 0, 5], [0, 10, 5]]
 
 
-def make_ctx(tmp_path, decoders=True):
+def make_ctx(tmp_path, decoders=True, archs=("cnn2", "cnn2")):
     torch.manual_seed(0)
-    for k in range(2):
+    for k, arch in enumerate(archs):
         write_upload(tmp_path, k, "classifier",
-                     {"arch": "cnn2", "input_shape": list(SHAPE), "num_classes": K, "n_samples": 30,
+                     {"arch": arch, "input_shape": list(SHAPE), "num_classes": K, "n_samples": 30,
                       "label_histogram": [10, 10, 10]},
-                     tensors={"state_dict": build_model("cnn2", SHAPE, K).state_dict()})
+                     tensors={"state_dict": build_model(arch, SHAPE, K).state_dict()})
     if decoders:
         for k, hist in enumerate(HIST, start=2):
             write_decoder_upload(tmp_path, k, build_model("cvae_small", SHAPE, K), arch="cvae_small",
@@ -91,6 +91,24 @@ def test_trainable_loss_weights_start_at_the_fixed_ones_and_move(tmp_path):
     assert "ce_weight" not in fixed.curve[-1]
     with pytest.raises(ConfigError, match="^server.fedmho.weights: unknown value 'learned'"):
         METHODS.get("fedmho")(weights="learned")
+
+
+def test_classifiers_of_several_architectures_start_from_their_distilled_ensemble(tmp_path):
+    """Table X (init: distill, SPEC §3.3's proposal): the classifiers' averaged logits distilled into a fresh global
+    model before stage 2; epoch 0 of the curve is that model, which the SD teacher copies. Averaging refuses them."""
+    ctx = make_ctx(tmp_path, archs=("cnn2", "cnn_mnist"))
+    with pytest.raises(ConfigError, match="^server.fedmho.init: init: average averages the classifiers into the "
+                                          "global cnn2, but clients also use cnn_mnist"):
+        run(ctx)
+    res = run(ctx, init="distill", kd="sd", epochs=300)  # smoke: 3 epochs of distillation, then 3 of stage 2
+    assert res.choices["init_epochs"] == 3 and res.curve[0] == {"epoch": 0, "test_acc": res.choices["init_acc"]}
+    random = run(ctx, init="random", kd="sd", epochs=300)  # the same run without the distillation
+    assert not all(torch.equal(a, b) for a, b in zip(res.model.state_dict().values(),
+                                                     random.model.state_dict().values()))
+    md = run(ctx, init="distill", kd="md")  # the MD teacher is the ensemble of both architectures
+    assert md.choices["classifier_clients"] == [0, 1]
+    with pytest.raises(ConfigError, match="^server.fedmho.init: init: average / distill and kd: md need classifier"):
+        run(make_ctx(tmp_path / "d", archs=()), init="distill")
 
 
 def test_refuses_settings_it_cannot_run(tmp_path):

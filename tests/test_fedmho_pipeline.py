@@ -69,6 +69,30 @@ def test_table3_shows_a_changed_default(tmp_path):
     assert row.split("|")[4].strip() == "2e-3 (paper 1e-3)"  # columns: MNIST, Fashion, SVHN, EMNIST
 
 
+def test_table10_parts_are_ranges_of_clients_with_a_model_each():
+    """Table X's parts as params.yaml writes them: the eight large classifiers are clients 0-7 in the SPEC's order,
+    trained with Adam 5e-4 (the part's local over the shared SGD); the small clients are 8-9; bad parts fail naming
+    the key."""
+    from osfl.stages.common import merge_per_dataset
+    from osfl.stages.train_part import resolve_part
+
+    params = merge_per_dataset({**yaml.safe_load((PAPER / "params.yaml").read_text()), "dataset": "emnist"})
+    large = resolve_part(params, "x_large", "emnist", (1, 28, 28), 10)
+    assert large["ids"] == list(range(8))
+    assert large["archs"] == [a for a in ("resnet50", "efficientnet_v2_s", "mobilenet_v2", "vgg9") for _ in (0, 1)]
+    assert (large["local"].optimizer, large["local"].lr, large["local"].epochs) == ("adam", 5e-4, 200)
+    small = resolve_part(params, "x_cnn", "emnist", (1, 28, 28), 10)
+    assert small["ids"] == [8, 9] and small["archs"] == ["cnn_emnist"] * 2
+    assert resolve_part(params, "vgg9", "emnist", (1, 28, 28), 10)["local"].lr == 1e-3  # EMNIST's SGD, per_dataset
+    bad = lambda **part: {"parts": [{"name": "p", **part}]}
+    for part, msg in (({"half": "first", "clients": [0, 2], "model": "cnn2"}, "^parts.p: give its clients as half"),
+                      ({"clients": [8, 12], "model": "cnn2"}, r"^parts.p.clients: must be \[a, b\] with 0 <= a < b"),
+                      ({"clients": [0, 2], "model": ["cnn2"]}, "^parts.p.model: lists 1 models for 2 clients"),
+                      ({"clients": [0, 2], "model": ["cnn2", "vgg10"]}, r"^parts.p.model\[1\]: unknown model")):
+        with pytest.raises(ConfigError, match=msg):
+            resolve_part(bad(**part), "p", "fmnist", (1, 28, 28), 10)
+
+
 def test_every_table2_cell_within_one_percent():
     summary = json.loads((PAPER / "summary.json").read_text())
     assert summary["table02"]["within_tolerance"] == summary["table02"]["cells"] == 12
@@ -102,12 +126,18 @@ def fedmho_repo(tmp_path_factory, repo_root):
     # one variant per artifact: Table VI and Fig. 6 on the Table IV run; Tables V, VIII and Figs. 2, 8 as sweeps on the
     # same (Fashion-MNIST stand-in) run, whose rows are then named after Fashion and carry no paper number
     keep = {"fedmho-md-noclean", "fedmho-md-e100", "fedavg_vote-large10", "fedmho-md-l1-2", "fedmho-md-k40",
-            "fedmho-md-m2000", "dense-large", "fedmho-md-ce10", "fedmho-md-le10", "fedmho-md-trainable"}
+            "fedmho-md-m2000", "dense-large", "fedmho-md-ce10", "fedmho-md-le10", "fedmho-md-trainable",
+            "fedavg_vote-x", "fedmho-md-x"}
     params["variants"] = [v for v in params["variants"] if v["id"] in keep]
     sweeps = params["sweeps"]
-    parts = [p for p in sweeps["parts"] if p["name"] in ("cvae_small_ce10", "vgg9_le10")]
+    parts = [p for p in sweeps["parts"] if p["name"] in ("cvae_small_ce10", "vgg9_le10", "x_large", "x_cnn",
+                                                          "x_cvae_small")]
     for part in parts:
         part["model"] = "cnn2" if part["model"] == "vgg9" else part["model"]
+        if part["name"] == "x_large":  # Table X's eight classifiers: three architectures, one of torchvision's
+            part["model"] = ["mobilenet_v2"] * 2 + ["cnn_mnist"] * 2 + ["cnn2"] * 4
+    for var in sweeps["variants"]:  # Table X's global model: MobileNet-V2 for EfficientNet-V2-S
+        var["set"] = var["set"].replace("model=efficientnet_v2_s", "model=mobilenet_v2")
     params["sweeps"] = {"datasets": ["fmnist"], "parts": parts, "fid": ["cvae_small_ce10", "cvae_small"],
                         "variants": [v for v in sweeps["variants"] if v["id"] in keep],
                         # Table VII: one N, the parts and two of the columns it shows
@@ -222,6 +252,32 @@ def test_smoke_table11_fids_and_their_references(fedmho_repo):
     assert "| `table11` | Table XI | 2 FIDs computed (a stand-in extractor) |" in readme
     # Fig. 7: the 10-epoch classifiers' FedMHO-MD beside Table IV's (local.epochs) on the sweep dataset
     assert "| `figure07` | Fig. 7 | 1 panel(s) from runs |" in readme and (work / SUB / "reports" / "figure07.png").is_file()
+
+
+def test_smoke_table10_runs_on_diverse_classifiers(fedmho_repo):
+    """Table X's slice: prototype voting over the three architectures of clients 0-9, and FedMHO-MD on a global
+    model of another architecture, started from the classifiers' distilled ensemble."""
+    work, params, _ = fedmho_repo
+    run = work / SUB / "results" / "fmnist-dir0.5-s0"
+    large = json.loads((run / "clients-x_large.json").read_text())
+    assert large["clients"] == list(range(8)) and large["arch"] == ["mobilenet_v2"] * 2 + ["cnn_mnist"] * 2 + ["cnn2"] * 4
+    man = json.loads((work / SUB / "models" / "fmnist-dir0.5-s0" / "clients" / "x_large" / "client_000" /
+                      "manifest.json").read_text())
+    assert man["train"]["optimizer"] == "adam" and man["train"]["lr"] == 5e-4
+    vote = json.loads((run / "runs" / "fedavg_vote-x.json").read_text())["choices"]
+    assert vote["prototypes"] == {"mobilenet_v2": [0, 1], "cnn_mnist": [2, 3, 8, 9], "cnn2": [4, 5, 6, 7]}
+    md = json.loads((work / SUB / "models" / "fmnist-dir0.5-s0" / "global" / "fedmho-md-x" / "manifest.json")
+                    .read_text())
+    assert md["arch"] == "mobilenet_v2" and md["choices"]["init"] == "distill" and md["choices"]["init_epochs"] == 1
+    assert md["choices"]["classifier_clients"] == list(range(8)) and md["choices"]["decoder_clients"] == [8, 9]
+    t10 = (work / SUB / "reports" / "table10.md").read_text()
+    assert "| Method | P1 (dir0.5) |" in t10
+    assert "x_large (clients 0-7): 2 × mobilenet_v2, 2 × cnn_mnist, 4 × cnn2, adam at 0.0005" in t10
+    assert "Global model: mobilenet_v2 (FedAvg, FedDF" in t10
+    for cid, name in (("fedavg_vote-x", "FedAvg"), ("fedmho-md-x", "FedMHO-MD")):
+        acc = json.loads((run / "runs" / f"{cid}.json").read_text())["acc_final"]
+        assert f"| Fashion: {name} | {acc:.2f} / — |" in t10
+    assert "| `table10` | Table X | 2 cells run (2 rows) |" in (work / SUB / "reports" / "README.md").read_text()
 
 
 def test_smoke_table7_runs_with_n_clients(fedmho_repo):

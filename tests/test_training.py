@@ -24,13 +24,14 @@ def toy_data(n=256, seed=0):
     return x, y
 
 
-def train(seed=0, epochs=3):
+def train(seed=0, epochs=3, **kw):
     x, y = toy_data()
     torch.manual_seed(seed)
     m = build_model("cnn2", (1, 28, 28), 2)
-    res = train_classifier(m, x, y, epochs=epochs, batch_size=32, lr=0.05, momentum=0.9, weight_decay=0.0,
-                           augment="none", gen=torch.Generator().manual_seed(seed),
-                           eval_fn=lambda mm: accuracy(mm, x, y), eval_every=1)
+    hp = {"lr": 0.05, "momentum": 0.9, **kw}
+    res = train_classifier(m, x, y, epochs=epochs, batch_size=32, weight_decay=0.0, augment="none",
+                           gen=torch.Generator().manual_seed(seed), eval_fn=lambda mm: accuracy(mm, x, y),
+                           eval_every=1, **hp)
     return m, res, x, y
 
 
@@ -39,6 +40,27 @@ def test_training_learns_and_records_curve():
     assert accuracy(m, x, y) > 90.0
     assert [c["epoch"] for c in res.curve] == [1, 2, 3]
     assert res.samples_seen == 3 * 256
+
+
+def test_adam_clients_learn_and_differ_from_sgd():
+    """local.optimizer: adam (FedMHO Table X: Adam, lr 5e-4): it learns, momentum is not read, and the weights are not
+    SGD's; the batched path refuses it (train_clients sends Adam clients one by one)."""
+    from osfl.clients.batched import train_classifiers_batched
+    from osfl.config import LocalTraining
+
+    adam, _, x, y = train(optimizer="adam", lr=5e-3)
+    again, _, _, _ = train(optimizer="adam", lr=5e-3, momentum=0.0)
+    sgd, _, _, _ = train(lr=5e-3)
+    assert accuracy(adam, x, y) > 90.0
+    assert all(torch.equal(a, b) for a, b in zip(adam.state_dict().values(), again.state_dict().values()))
+    assert not all(torch.equal(a, b) for a, b in zip(adam.state_dict().values(), sgd.state_dict().values()))
+    with pytest.raises(ValueError, match="implements SGD only"):
+        train_classifiers_batched([adam, sgd], [(x, y)] * 2, [torch.Generator()] * 2, epochs=1, batch_size=32,
+                                  lr=1e-3, momentum=0.0, weight_decay=0.0, augment="none", optimizer="adam")
+    assert LocalTraining.from_params({"optimizer": "adam"}).as_dict()["optimizer"] == "adam"
+    assert "optimizer" not in LocalTraining().as_dict()  # SGD records as before the key existed
+    with pytest.raises(ConfigError, match="^local.optimizer: "):
+        LocalTraining.from_params({"optimizer": "rmsprop"})
 
 
 def test_training_is_seeded():

@@ -80,10 +80,12 @@ class LocalTraining:
     augment: str = "auto"  # auto = crop+flip for 32x32 RGB, none for 28x28 grey (DENSE)
     init: str = "shared"  # clients start from one common initial model (FedAvg protocol)
     eval_every: int = 0  # >0: record client test accuracy every N local epochs (FedHydra Fig. 8)
+    optimizer: str = "sgd"  # sgd (momentum, weight_decay) or adam (lr, weight_decay; FedMHO Table X: Adam 5e-4)
 
-    KEYS = ("epochs", "batch_size", "lr", "momentum", "weight_decay", "augment", "init", "eval_every")
+    KEYS = ("epochs", "batch_size", "lr", "momentum", "weight_decay", "augment", "init", "eval_every", "optimizer")
     AUGMENTS = ("auto", "none", "crop_flip", "flip")
     INITS = ("shared", "independent")  # one common initial model (FedAvg protocol), or one draw per client
+    OPTIMIZERS = ("sgd", "adam")
 
     @classmethod
     def from_params(cls, local: Mapping[str, Any] | None) -> "LocalTraining":
@@ -105,10 +107,16 @@ class LocalTraining:
             augment=check_choice("local.augment", get("augment"), list(cls.AUGMENTS)),
             init=check_choice("local.init", get("init"), list(cls.INITS)),
             eval_every=check_int("local.eval_every", get("eval_every"), minimum=0),
+            optimizer=check_choice("local.optimizer", get("optimizer"), list(cls.OPTIMIZERS)),
         )
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The settings in force, as recorded with results. ``optimizer`` appears only when it is not SGD (the
+        key is younger than the results recorded with SGD, which stay byte-identical; no key = SGD)."""
+        d = asdict(self)
+        if d["optimizer"] == "sgd":
+            del d["optimizer"]
+        return d
 
 
 CVAE_REDUCTIONS = ("batch_mean", "sum")  # the official per-dataset reductions (FedMHO SPEC §1.2)
@@ -288,7 +296,7 @@ def all_defaults() -> dict[str, Any]:
     from .accel import Accel
     from .methods import METHODS
 
-    return {"data": {k: "" for k in DATA_KEYS}, "local": LocalTraining().as_dict(), "runtime": asdict(Accel()),
+    return {"data": {k: "" for k in DATA_KEYS}, "local": asdict(LocalTraining()), "runtime": asdict(Accel()),
             "server": {name: dict(METHODS.get(name).defaults) for name in METHODS.names()}}
 
 

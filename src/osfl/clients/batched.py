@@ -147,6 +147,7 @@ def train_classifiers_batched(
     eval_every: int = 0,
     on_epoch: Callable[[int, int, float], None] | None = None,
     accel: Accel | None = None,
+    optimizer: str = "sgd",
 ) -> list[TrainResult]:
     """Train ``models`` (same architecture) on their own (x_u8, y) with their own generators, as one batch.
 
@@ -155,6 +156,9 @@ def train_classifiers_batched(
     place and left in eval mode.
     """
     m = len(models)
+    if optimizer != "sgd":
+        raise ValueError(f"batched client training implements SGD only, not {optimizer!r}; train_clients runs "
+                         "other optimisers one by one")
     if not (m == len(data) == len(gens)):
         raise ValueError(f"models, data and gens must have one entry per client; got {m}, {len(data)}, {len(gens)}")
     state = BatchedClients(models)
@@ -223,6 +227,7 @@ def train_clients(
     shared equally among its clients.
     """
     accel = accel or Accel()
+    batched = batched and hp.get("optimizer", "sgd") == "sgd"  # the batched step is SGD's; Adam trains one by one
     groups: dict = {}
     for k, model in enumerate(models):
         groups.setdefault(architecture_key(model) if batched and batchable(model) else k, []).append(k)

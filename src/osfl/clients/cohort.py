@@ -78,7 +78,7 @@ def build_cohort(archs: Sequence[str], client_indices: Sequence[Any], x_all: tor
 def local_hparams(local, epochs: int, augment: str, accel: Accel, eval_fn=None, eval_every: int = 0) -> dict:
     """The keyword arguments of :func:`osfl.clients.batched.train_clients` for ``local`` (LocalTraining)."""
     return dict(epochs=epochs, batch_size=local.batch_size, lr=local.lr, momentum=local.momentum,
-                weight_decay=local.weight_decay, augment=augment, eval_fn=eval_fn, eval_every=eval_every,
+                weight_decay=local.weight_decay, optimizer=local.optimizer, augment=augment, eval_fn=eval_fn, eval_every=eval_every,
                 accel=accel)
 
 
@@ -93,7 +93,7 @@ def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bo
     n = len(cohort)
     bar = tqdm(total=hp["epochs"] * n, desc="local training", disable=not progress, mininterval=1.0,
                unit="epoch")
-    want = hp["accel"].batched(device) and n > 1
+    want = hp["accel"].batched(device) and n > 1 and hp.get("optimizer", "sgd") == "sgd"  # batched: SGD only
     with_dropout = sum(not batchable(m) for m in cohort.models)  # trained one by one (clients/batched.py)
     batched = want and not with_dropout
     how = ("batched" if batched else "one by one" if not want or with_dropout == n

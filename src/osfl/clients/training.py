@@ -43,8 +43,10 @@ def train_classifier(
     eval_every: int = 0,
     on_epoch: Callable[[int, float], None] | None = None,
     accel: Accel | None = None,
+    optimizer: str = "sgd",
 ) -> TrainResult:
-    """SGD + cross-entropy for ``epochs`` passes over (x_u8, y); all tensors on the model's device.
+    """SGD (``momentum``, ``weight_decay``) or, with ``optimizer="adam"``, Adam (``lr``, ``weight_decay``; torch's
+    default betas) + cross-entropy for ``epochs`` passes over (x_u8, y); all tensors on the model's device.
 
     The order of samples is a fresh permutation per epoch from ``gen`` (a CPU generator); the last batch may be
     smaller (no drop_last, as in DENSE's DataLoader). ``eval_fn(model)`` is called every ``eval_every`` epochs
@@ -54,7 +56,12 @@ def train_classifier(
     """
     accel = accel or Accel()
     channels_last = accel.channels_last and x_u8.device.type == "cuda"
-    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    if optimizer == "adam":
+        opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
+    elif optimizer == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    else:
+        raise ValueError(f"optimizer must be sgd or adam, got {optimizer!r}")
     n = len(y)
     steps, seen, loss_val = 0, 0, float("nan")
     curve: list[dict] = []

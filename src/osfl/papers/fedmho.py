@@ -1,6 +1,6 @@
 """FedMHO (Yao et al., arXiv 2502.08518): which results feed which table, rendered beside the published numbers.
 
-Built so far:
+What builds each artifact:
 
 * Table I (local models per method) and Table III (hyper-parameters per dataset) from the settings in force: the
   params file's ``parts`` / ``columns`` and the code's defaults merged with ``per_dataset`` (a changed default shows);
@@ -8,12 +8,14 @@ Built so far:
 * Table IV from the runs ``results/<dataset>-<split>-s<seed>/runs/<column>.json``: the last epoch's accuracy, mean ±
   std over the seeds that ran, beside the paper's mean ± std, and claim verdicts (SPEC §5.2, §6);
 * Tables V, VI, VIII, IX from the ablation variants and sweeps (``variants``, ``sweeps.variants``); Table VII from
-  the runs with N clients (``sweeps.clients``, stages ``nclients_*``);
+  the runs with N clients (``sweeps.clients``, stages ``nclients_*``); Table X from the ``table10`` sweep variants
+  on the diverse-classifier parts (``x_*``), one column per split;
 * Table XI from stage ``fid`` (FID of each ``sweeps.fid`` part's generated data, with the Gaussian-noise and
   real-split references; the caption names the features) and the ``table11`` sweep variants (MD / SD per part);
-* Figs. 2, 5, 6, 7, 8 (bars and curves from the runs; Fig. 7 on sweep-only VGG-9 parts) and Fig. 9 (decoded images per class, stage ``samples``).
+* Figs. 2, 5, 6, 7, 8 (bars and curves from the runs; Fig. 7 on sweep-only VGG-9 parts) and Fig. 9 (decoded images
+  per class, stage ``samples``); Figs. 1, 3, 4 are schematics.
 
-The other artifacts are listed as "not built yet" with the paper's numbers in ``published/``.
+An artifact with no run yet is listed as such, with the paper's numbers in ``published/``.
 """
 from __future__ import annotations
 
@@ -240,33 +242,80 @@ def ablation(params: dict, results_root: Path, art, default_row: str | None) -> 
     return compare_rows(runs, load_published_table(art), load_published_table(art, "std"), entries, prefix)
 
 
+def _method_rows(art, entries: list[dict], columns_of) -> tuple[pd.DataFrame, int]:
+    """A table whose rows are methods (Tables VII, X): each entry's ``paper`` name, per sweep dataset (EMNIST's rows
+    carry the paper's numbers; another dataset's are named after it), and ``columns_of(ds)`` = [(our column label,
+    the paper's column, {entry id: run records})]; each cell mean ± std over seeds beside the paper's. Returns
+    (cells, cells run)."""
+    paper, paper_std = load_published_table(art), load_published_table(art, "std")
+    cells, labels, done = {}, [], 0
+    for ds, cols in columns_of.items():
+        lead = "" if ds == "emnist" else f"{DATASET_LABELS.get(ds, ds)}: "
+        for entry in entries:
+            name = entry.get("paper", entry["id"])
+            label = name if not lead and name in paper.index else None
+            row = cells.setdefault(f"{lead}{name}", {})
+            for ours, theirs, by_id in cols:
+                vals = [r["acc_final"] for r in by_id.get(entry["id"], [])]
+                known = label is not None and theirs in paper.columns
+                row[ours] = vs_paper(vals, paper.loc[label, theirs] if known else float("nan"),
+                                     paper_std.loc[label, theirs] if known else float("nan"))
+                labels += [ours] if ours not in labels else []
+                done += bool(vals)
+    df = pd.DataFrame.from_dict(cells, orient="index", columns=labels, dtype=object)
+    df.index.name = paper.index.name
+    return df, done
+
+
 def table07(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     """Table VII: each ``sweeps.clients_columns`` column on each sweep dataset's first split with N clients
     (``sweeps.clients``; runs ``<run>-n<N>``), mean ± std over seeds beside the paper's. Returns (cells, cells run)."""
-    paper, paper_std = load_published_table(art), load_published_table(art, "std")
     sweeps = params.get("sweeps") or {}
     split = (params.get("splits") or ["dir0.5"])[0]
     cols = sweeps.get("clients_columns") or []
-    cells, done = {}, 0
+    return _method_rows(art, cols, {
+        ds: [(f"N = {n}", f"N{n}", read_runs(results_root, params, cols, [ds], suffix=f"-n{n}").get((ds, split), {}))
+             for n in sweeps.get("clients") or []]
+        for ds in sweeps.get("datasets") or []})
+
+
+def table10(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
+    """Table X: the ``table10`` sweep variants (every method on the diverse classifiers) on each sweep dataset, one
+    column per split (the paper's P1..P3 in ``splits`` order), mean ± std over seeds beside the paper's."""
+    sweeps = params.get("sweeps") or {}
+    entries = [v for v in sweeps.get("variants") or [] if v.get("artifact") == art.id]
+    columns_of = {}
     for ds in sweeps.get("datasets") or []:
-        lead = "" if ds == "emnist" else f"{DATASET_LABELS.get(ds, ds)}: "
-        runs = {n: read_runs(results_root, params, cols, [ds], suffix=f"-n{n}").get((ds, split), {})
-                for n in sweeps.get("clients") or []}
-        for col in cols:
-            name = col.get("paper", col["id"])
-            label = name if not lead and name in paper.index else None
-            row = cells.setdefault(f"{lead}{name}", {})
-            for n, by_id in runs.items():
-                key = f"N{n}"
-                vals = [r["acc_final"] for r in by_id.get(col["id"], [])]
-                known = label is not None and key in paper.columns
-                row[f"N = {n}"] = vs_paper(vals, paper.loc[label, key] if known else float("nan"),
-                                           paper_std.loc[label, key] if known else float("nan"))
-                done += bool(vals)
-    columns = [f"N = {n}" for n in sweeps.get("clients") or []]
-    df = pd.DataFrame.from_dict(cells, orient="index", columns=columns, dtype=object)
-    df.index.name = paper.index.name
-    return df, done
+        runs = read_runs(results_root, params, entries, [ds])
+        columns_of[ds] = [(f"P{i} ({split})", f"P{i}", runs.get((ds, split), {}))
+                          for i, split in enumerate(params.get("splits") or [], start=1)]
+    return _method_rows(art, entries, columns_of)
+
+
+def table10_setting(params: dict) -> str:
+    """Table X's setting as params.yaml has it: each part its variants read (clients, models, optimiser) and the
+    global models their ``--set`` chooses."""
+    sweeps = params.get("sweeps") or {}
+    entries = [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table10"]
+    parts = {q["name"]: q for q in (params.get("parts") or []) + (sweeps.get("parts") or [])}
+    ds = ((sweeps.get("datasets") or params.get("datasets") or ["fmnist"]))[0]
+    described = []
+    for name in dict.fromkeys(e[k] for e in entries for k in ("first", "second") if e.get(k)):
+        part = parts.get(name, {})
+        span = part.get("clients") or part.get("half")
+        n = span[1] - span[0] if isinstance(span, list) else int(params.get("clients", 10)) // 2
+        models = part.get("model") if isinstance(part.get("model"), list) else [part.get("model")] * n
+        models = [m.get(ds, MARKDOWN_NA) if isinstance(m, dict) else str(m) for m in models]
+        ids = f"clients {span[0]}-{span[1] - 1}" if isinstance(span, list) else f"the {span} half"
+        opt = (part.get("local") or {}).get("optimizer")
+        described.append(f"{name} ({ids}): " + ", ".join(f"{models.count(m)} × {m}" for m in dict.fromkeys(models))
+                         + (f", {opt} at {part['local'].get('lr', (params.get('local') or {}).get('lr'))}"
+                            if opt else ""))
+    globals_ = {t.split("=", 1)[1] for e in entries for t in str(e.get("set", "")).split() if t.startswith("model=")}
+    return (("Parts: " + "; ".join(described) + ". ") if described else "") + (
+        f"Global model: {', '.join(sorted(globals_)) or params.get('model')} (FedAvg, FedDF: the vote of one model "
+        "per architecture); the FedMHOs start from the classifiers' ensemble distilled into it (init: distill, the "
+        "SPEC's proposal).")
 
 
 def _part_epochs(params: dict, ds: str, part: str, key: str = "cvae") -> int:
@@ -577,6 +626,12 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             cells, done = table07(params, Path(results_root), art)
             put(art, cells, done, "Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std "
                 "(n seeds) / the paper's mean ± std (our mean − the paper's). N clients, N/2 of each kind, on " + where,
+                f"{done} cells run ({len(cells)} rows)", {"cells_run": done})
+        elif art.id == "table10":
+            cells, done = table10(params, Path(results_root), art)
+            put(art, cells, done, "Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std "
+                "(n seeds) / the paper's mean ± std (our mean − the paper's). " + table10_setting(params) +
+                f" Profile {params.get('profile')}; seeds {params.get('seeds')}.",
                 f"{done} cells run ({len(cells)} rows)", {"cells_run": done})
         elif art.id == "table11":
             cells, done, features = table11(params, Path(results_root), art)

@@ -9,8 +9,11 @@ small CNN) is split into parts, each named in the params file's ``parts``:
       - {name: cvae_small, half: second, model: cvae_small}
       - {name: cvae_large, half: first, model: cvae_large, cvae: {lr: 1.0e-3}}
 
-``half: first`` is clients 0 .. N/2 − 1, ``second`` the rest; ``model`` is a registry name or a mapping dataset ->
-name. A classifier part trains as ``train_clients`` does (``local``: SGD, shared initial model per architecture) and
+``half: first`` is clients 0 .. N/2 − 1, ``second`` the rest; ``clients: [a, b]`` (instead of ``half``) is clients
+a .. b − 1 (FedMHO Table X: clients 0–7 the eight large classifiers, 8–9 the small ones). ``model`` is a registry
+name or a mapping dataset -> name, or a list of those with one entry per client of the part (Table X's
+``[resnet50, resnet50, efficientnet_v2_s, ...]``: classifiers of several architectures in one part, each
+architecture with its own shared initial model). A classifier part trains as ``train_clients`` does (``local``: SGD, shared initial model per architecture) and
 uploads ``classifier``; a conditional-VAE part trains each client's CVAE (``cvae``, :class:`CVAETraining`) and uploads
 only its decoder and label histogram (``cvae_decoder``). A part's own ``local`` / ``cvae`` keys override the shared
 ones. Each part is trained once and every server cohort that lists it reads the same uploads, so a client is never
@@ -38,7 +41,7 @@ from ..partition import load_partition
 from ..runtime import derive_seed, device_info, seeded_init, write_json
 from .common import for_dataset, load_config, load_data, parser, require_input, run_stage, test_tensors
 
-PART_KEYS = ("name", "half", "model", "local", "cvae")
+PART_KEYS = ("name", "half", "clients", "model", "local", "cvae")
 HALVES = ("first", "second")
 
 
@@ -65,20 +68,42 @@ def resolve_part(params: dict, name: str, dataset: str, shape, clients: int) -> 
     for k in part:
         if k not in PART_KEYS:
             raise unknown_key(f"{key}.{k}", PART_KEYS)
-    half = part.get("half")
-    if half not in HALVES:
-        raise ConfigError(f"{key}.half", f"must be one of {', '.join(HALVES)}, got {half!r}")
     if clients < 2:
         raise ConfigError("clients", f"a setting of parts needs at least 2 clients, got {clients}")
-    ids = list(range(clients // 2)) if half == "first" else list(range(clients // 2, clients))
-    model = for_dataset(part.get("model"), dataset, f"{key}.model")
-    if not isinstance(model, str):
-        raise ConfigError(f"{key}.model", f"must be a model name or a mapping dataset -> name; allowed: "
-                                          f"{', '.join(MODELS.names())}")
-    model = resolve_model_name(model, shape, key=f"{key}.model")
+    ids = _part_ids(part, key, clients)
+    listed = part.get("model")
+    if isinstance(listed, list) and len(listed) != len(ids):
+        raise ConfigError(f"{key}.model", f"lists {len(listed)} models for {len(ids)} clients ({ids[0]}-{ids[-1]}); "
+                                          "give one per client, or one name for all")
+    archs = []
+    for j, entry in enumerate(listed if isinstance(listed, list) else [listed] * len(ids)):
+        k = f"{key}.model[{j}]" if isinstance(listed, list) else f"{key}.model"
+        model = for_dataset(entry, dataset, k)
+        if not isinstance(model, str):
+            raise ConfigError(k, f"must be a model name or a mapping dataset -> name (or a list of those, one per "
+                                 f"client); allowed: {', '.join(MODELS.names())}")
+        archs.append(resolve_model_name(model, shape, key=k))
     local = LocalTraining.from_params({**(params.get("local") or {}), **(part.get("local") or {})})
     cvae = CVAETraining.from_params({**(params.get("cvae") or {}), **(part.get("cvae") or {})}, key=f"{key}.cvae")
-    return {"name": name, "ids": ids, "model": model, "local": local, "cvae": cvae}
+    return {"name": name, "ids": ids, "archs": archs, "local": local, "cvae": cvae}
+
+
+def _part_ids(part: dict, key: str, clients: int) -> list[int]:
+    """The client ids of a part: ``half`` (first / second) or ``clients: [a, b]`` (ids a .. b − 1), one of them."""
+    if ("half" in part) == ("clients" in part):
+        raise ConfigError(key, "give its clients as half (first, second) or as clients: [first id, end id], one of them")
+    if "clients" in part:
+        span = part["clients"]
+        ok = (isinstance(span, list) and len(span) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
+                                                                for v in span))
+        if not ok or not 0 <= span[0] < span[1] <= clients:
+            raise ConfigError(f"{key}.clients", f"must be [a, b] with 0 <= a < b <= clients ({clients}): ids a .. b-1, "
+                                                f"got {span!r}")
+        return list(range(span[0], span[1]))
+    half = part["half"]
+    if half not in HALVES:
+        raise ConfigError(f"{key}.half", f"must be one of {', '.join(HALVES)}, got {half!r}")
+    return list(range(clients // 2)) if half == "first" else list(range(clients // 2, clients))
 
 
 def _run(args) -> None:
@@ -91,7 +116,8 @@ def _run(args) -> None:
     pt.verify(data.y_train)
     if len(pt.client_indices) != cfg["clients"]:
         raise ConfigError("clients", f"clients={cfg['clients']} but the partition has {len(pt.client_indices)}")
-    ids, arch = part["ids"], part["model"]
+    ids, archs = part["ids"], part["archs"]
+    arch = archs[0] if len(set(archs)) == 1 else archs  # recorded: one name, or one per client
     x_all = torch.from_numpy(data.x_train).to(device)
     y_all = torch.from_numpy(data.y_train).long().to(device)
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
@@ -99,8 +125,13 @@ def _run(args) -> None:
     if out.exists():
         shutil.rmtree(out)
     live = paths.results / "live" / f"clients-{args.part}"
-    with torch.device("meta"):  # the architecture's class only: no weights drawn, no memory
-        generative = isinstance(build_model(arch, spec.shape, spec.num_classes), CVAE)
+    with torch.device("meta"):  # the architectures' classes only: no weights drawn, no memory
+        kinds = {a: isinstance(build_model(a, spec.shape, spec.num_classes), CVAE) for a in dict.fromkeys(archs)}
+    if len(set(kinds.values())) > 1:
+        raise ConfigError(f"parts.{args.part}.model", "mixes CVAEs and classifiers; make them parts of their own")
+    generative = kinds[archs[0]]
+    if generative and isinstance(arch, list):
+        raise ConfigError(f"parts.{args.part}.model", "a part of CVAE clients takes one architecture")
     t0 = time.perf_counter()
     if generative:
         train = part["cvae"]
@@ -113,8 +144,8 @@ def _run(args) -> None:
         epochs = scaled_epochs(local.epochs, profile)
         augment = resolve_augment(local.augment, spec.shape)
         accel = cfg["runtime"]
-        shared = initial_states([arch], spec.shape, spec.num_classes, seed)
-        cohort = build_cohort([arch] * len(ids), [pt.client_indices[k] for k in ids], x_all, y_all, spec.shape,
+        shared = initial_states(archs, spec.shape, spec.num_classes, seed)
+        cohort = build_cohort(archs, [pt.client_indices[k] for k in ids], x_all, y_all, spec.shape,
                               spec.num_classes, device, seed=seed, start=shared if local.init == "shared" else None,
                               data_seed=lambda j: derive_seed(seed, "client-data", ids[j]))
         hp = local_hparams(local, epochs, augment, accel)
@@ -134,7 +165,8 @@ def _run(args) -> None:
     if not generative:
         record["local_acc_mean"] = float(np.mean([s["local_test_acc"] for s in summary]))
     write_json(paths.results / f"clients-{args.part}.json", record)
-    print(f"part {args.part}: {len(ids)} {arch} clients x {epochs} epochs in {seconds:.1f} s")
+    print(f"part {args.part}: {len(ids)} {', '.join(dict.fromkeys(archs))} clients x {epochs} epochs in "
+          f"{seconds:.1f} s")
 
 
 def _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train: CVAETraining, device, *,
