@@ -1,0 +1,96 @@
+"""Stage `condense@<run>`: the clients' side of OFedED's second round trip (SPEC §2.3, Algorithm 1).
+
+The server sends every client the ensemble of all uploaded classifiers (M_w, w_k = 1/K: the classifier uploads
+under models/<run>/clients/); each client condenses its own data into ``condense.ipc`` images per class it holds by
+layer-wise distribution matching against every member (:func:`osfl.condense.distribution_matching`, settings
+:class:`osfl.condense.settings.Condensation`) and uploads them. Writes models/<run>/distilled/client_<k>/
+(``distilled_set``: ``images`` float32 in the models' input space, ``labels`` int64) and
+results/<run>/distilled.json (per client: classes, images, first and last matching loss, seconds), so a change on
+the server side never re-runs this stage. Client k's randomness comes from ``derive_seed(seed, "condense", k)``.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..clients.upload import read_uploads, write_upload
+from ..condense import distribution_matching
+from ..condense.settings import Condensation
+from ..errors import ConfigError
+from ..evaluation import to_float
+from ..partition import load_partition
+from ..profiles import scaled
+from ..runtime import derive_seed, device_info, write_json
+from .common import load_config, load_data, parser, require_input, run_stage
+
+
+def main(argv=None) -> None:
+    run_stage(_run, parser(__doc__), argv)
+
+
+def _run(args) -> None:
+    params, cfg, paths = load_config(args)
+    spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
+    settings = Condensation.from_params(params.get("condense"))
+    uploads = [u for u in read_uploads(require_input(paths.clients, "train_clients")) if u.kind == "classifier"]
+    if not uploads:
+        raise ConfigError("input", f"{paths.clients} holds no classifier uploads to send down as the ensemble")
+    archs = sorted({u.manifest["arch"] for u in uploads})
+    if len(archs) > 1:
+        raise ConfigError("condense.layers", f"the ensemble mixes architectures ({', '.join(archs)}); layer-wise "
+                                             "matching needs one layer list for all members")
+    layers = settings.layers_for(archs[0])
+    iterations = [scaled(i, profile.step_scale) for i in settings.iterations]
+    ensemble = [u.build_model(device) for u in uploads]
+    data = load_data(paths, cfg)
+    pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
+    pt.verify(data.y_train)
+    x_all = torch.from_numpy(data.x_train).to(device)
+    y_all = torch.from_numpy(data.y_train).long().to(device)
+    out = paths.clients.parent / "distilled"
+    if out.exists():
+        shutil.rmtree(out)
+    summary, t0 = [], time.perf_counter()
+    bar = tqdm(total=len(pt.client_indices), desc=f"condensing against {len(ensemble)} {archs[0]}",
+               disable=args.no_progress, unit="client")
+    try:
+        for k, idx in enumerate(pt.client_indices):
+            t = time.perf_counter()
+            idx = torch.from_numpy(np.asarray(idx)).to(device)
+            try:
+                res = distribution_matching(
+                    ensemble, to_float(x_all[idx]), y_all[idx], ipc=settings.ipc, layers=layers,
+                    iterations=iterations, gen=torch.Generator().manual_seed(derive_seed(seed, "condense", k)),
+                    lr=settings.lr, momentum=settings.momentum, real_batch=settings.real_batch,
+                    augment_ops=settings.augment, init=settings.init, init_mean=settings.init_mean,
+                    init_std=settings.init_std)
+            except FloatingPointError as e:
+                raise ConfigError("condense.lr", f"client {k}: {e}") from None
+            write_upload(out, k, "distilled_set",
+                         {"n_samples": int(len(idx)), "label_histogram": [int(c) for c in pt.class_counts[k]],
+                          "input_shape": list(spec.shape), "num_classes": spec.num_classes, "classes": res.classes,
+                          "space": "pixels in [0, 1] (the models' input), unclamped"},
+                         arrays={"images": res.images.cpu().numpy().astype(np.float32),
+                                 "labels": res.labels.cpu().numpy().astype(np.int64)})
+            summary.append({"client": k, "classes": res.classes, "images": int(len(res.labels)),
+                            "loss_first": res.losses[0] if res.losses else None,
+                            "loss_last": res.losses[-1] if res.losses else None,
+                            "seconds": round(time.perf_counter() - t, 3)})
+            bar.update(1)
+    finally:
+        bar.close()
+    seconds = time.perf_counter() - t0
+    record = {"settings": settings.as_dict(), "iterations_run": iterations, "layers": layers, "ensemble": archs[0],
+              "members": [u.client_id for u in uploads], "profile": profile.name, "clients": summary,
+              "seconds": round(seconds, 3), "runtime": device_info(device)}
+    write_json(out / "index.json", record)
+    write_json(paths.results / "distilled.json", record)
+    print(f"condensed {len(summary)} clients ({sum(s['images'] for s in summary)} images) in {seconds:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
