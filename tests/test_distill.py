@@ -294,3 +294,40 @@ def test_synthetic_pool_labels_and_max_items():
     for xb, yb in pool.batches(2, torch.Generator().manual_seed(0)):
         assert yb.dtype == torch.long
         assert torch.allclose(xb.flatten(1).mean(1), yb.float() / 10, atol=1 / 255)
+
+
+def test_class_weighted_combine_and_class_centre_loss():
+    """OFedED's pieces (SPEC §2.4): K×C weights make logit c a w_{·,c}-weighted mean of the members' logit c (a
+    (K,) weight vector is the same as every column equal); the class-centre loss is a share of distances, 0 at the
+    own centre, 1 when only that class has a centre, and leaves out labels without one."""
+    from osfl.distill import BatchedEnsemble, class_centre_loss, sign_reweight
+
+    g = torch.Generator().manual_seed(0)
+    per_client = torch.randn(3, 4, 5, generator=g)  # (K, B, C)
+    ens = BatchedEnsemble([torch.nn.Identity()])  # combine() only reads its arguments
+    w = torch.rand(3, generator=g)
+    assert torch.allclose(ens.combine(per_client, w[:, None].expand(3, 5)), ens.combine(per_client, w), atol=1e-6)
+    W = torch.zeros(3, 5)
+    W[1] = 1.0  # every class from client 1 only
+    assert torch.equal(ens.combine(per_client, W), per_client[1])
+    W = torch.ones(3, 5)
+    W[0, 2] = 0.0  # class 2 ignores client 0
+    out = ens.combine(per_client, W)
+    assert torch.allclose(out[:, 2], per_client[1:, :, 2].mean(0)) and torch.allclose(out[:, 0], per_client[:, :, 0].mean(0))
+
+    centres = torch.eye(5) * 3.0
+    y = torch.tensor([0, 1, 4])
+    assert class_centre_loss(centres[y], y, centres) == 0.0  # every image at its own class's centre
+    x = torch.randn(3, 5, generator=g, requires_grad=True)
+    loss = class_centre_loss(x, y, centres)
+    d = ((x[:, None] - centres[None]) ** 2).sum(-1)
+    assert torch.allclose(loss, (d[torch.arange(3), y] / d.sum(1)).mean())
+    loss.backward()
+    assert x.grad is not None and torch.isfinite(x.grad).all()
+    only = torch.tensor([True, False, False, False, False])
+    assert torch.allclose(class_centre_loss(x.detach(), y, centres, only), torch.tensor(1.0))  # label 0 only: 1/1
+    assert class_centre_loss(x.detach()[1:], y[1:], centres, only) == 0.0  # no label with a centre
+
+    W0 = torch.full((3, 5), 1 / 3)
+    W1 = sign_reweight(W0, W0, torch.randn(3, 5, generator=g), 0.5)
+    assert W1.shape == (3, 5) and W1.min() >= 0 and W1.max() <= 1 and not torch.equal(W1, W0)

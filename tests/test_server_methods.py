@@ -14,7 +14,7 @@ from osfl.config import get_profile
 from osfl.errors import ConfigError
 from osfl.methods import METHODS
 from osfl.methods.base import ServerContext
-from osfl.methods.coboost import reweight
+from osfl.distill import sign_reweight as reweight
 from osfl.methods.fedhydra import guidance_capability, model_stratification, normalise
 from osfl.models import build_model
 

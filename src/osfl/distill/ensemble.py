@@ -82,7 +82,8 @@ class BatchedEnsemble:
     * ``forward(x)`` / ``ens(x)``: per-client logits (m, B, K).
     * ``forward_with_bn(x)``: ((m, B, K) logits, (m,) BN-statistics loss per model, each summed over its layers).
     * ``combine(per_client, weights=None)``: Σ_k w_k z_k / Σ_k w_k, (B, K); ``weights`` may be a tensor that
-      requires grad (Co-Boosting's ensemble re-weighting); ``None`` uses ``self.weights`` (uniform if unset).
+      requires grad (Co-Boosting's ensemble re-weighting); ``None`` uses ``self.weights`` (uniform if unset). A
+      (m, K) ``weights`` (OFedED's per client and class) gives logit c = Σ_k w_{k,c} z_k[c] / Σ_k w_{k,c}.
     * ``predict(x)``: ``combine(forward(x))``, a ``Predictor`` for ``evaluation.accuracy``.
 
     ``batched=False`` forces the Python loop for every model (reference path for tests and timing).
@@ -159,6 +160,8 @@ class BatchedEnsemble:
         if w is None:
             return per_client.mean(0)
         w = torch.as_tensor(w, dtype=per_client.dtype, device=per_client.device)
+        if w.dim() == 2:  # OFedED's K×C class weights: logit c is a w_{·,c}-weighted mean (SPEC §2.4's reading)
+            return torch.einsum("mk,mbk->bk", w, per_client) / w.sum(0)
         return torch.einsum("m,mbk->bk", w, per_client) / w.sum()
 
     def predict(self, x: torch.Tensor) -> torch.Tensor:

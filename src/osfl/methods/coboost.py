@@ -23,15 +23,9 @@ import torch
 import torch.nn as nn
 
 from ..distill import (Synthesis, SyntheticPool, adversarial_loss, frozen_forward, hard_sample_ce, kd_step,
-                       make_generator)
+                       make_generator, sign_reweight)
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, track_epochs
-
-
-def reweight(w: torch.Tensor, w0: torch.Tensor, grad: torch.Tensor, step: float) -> torch.Tensor:
-    """Co-Boosting's sign-gradient update with the two clamps; the result lies in [0, 1]."""
-    w = w - step * grad.sign()
-    return (w0 + (w - w0).clamp(-1.0, 1.0)).clamp(0.0, 1.0)
 
 
 @register
@@ -100,7 +94,7 @@ class CoBoosting(ServerMethod):
                     wv = w.clone().requires_grad_(True)
                     loss = nn.functional.cross_entropy(teacher.combine(per_client, wv), y)
                     (grad,) = torch.autograd.grad(loss, wv)
-                    w = reweight(w, w0, grad, step)
+                    w = sign_reweight(w, w0, grad, step)
 
         def ods(x: torch.Tensor) -> torch.Tensor:
             if not p["odseta"]:
