@@ -39,7 +39,8 @@ class FedMHO(ServerMethod):
                 "samples": 6000, "keep": 0.8, "cleaning": "kmeans", "epochs": 20, "lr": 5e-4, "batch_size": 64,
                 "init": "average", "weights": "fixed"}
     allowed = {"kd": ("none", "md", "sd"), "kd_reduction": ("mean", "batchmean"),
-               "init": ("average", "random", "distill"), "cleaning": ("kmeans", "none"), "weights": ("fixed", "trainable")}
+               "init": ("average", "random", "distill"), "cleaning": ("kmeans", "none"),
+               "weights": ("fixed", "trainable")}
     epoch_keys = ("epochs",)
     data_keys = ("samples",)
     positive = ("temperature", "samples", "keep", "epochs", "lr", "batch_size")

@@ -13,8 +13,9 @@ small CNN) is split into parts, each named in the params file's ``parts``:
 a .. b − 1 (FedMHO Table X: clients 0–7 the eight large classifiers, 8–9 the small ones). ``model`` is a registry
 name or a mapping dataset -> name, or a list of those with one entry per client of the part (Table X's
 ``[resnet50, resnet50, efficientnet_v2_s, ...]``: classifiers of several architectures in one part, each
-architecture with its own shared initial model). A classifier part trains as ``train_clients`` does (``local``: SGD, shared initial model per architecture) and
-uploads ``classifier``; a conditional-VAE part trains each client's CVAE (``cvae``, :class:`CVAETraining`) and uploads
+architecture with its own shared initial model). A classifier part trains as ``train_clients`` does (``local``: SGD
+or, with ``optimizer: adam``, Adam one client at a time; a shared initial model per architecture) and uploads
+``classifier``; a conditional-VAE part trains each client's CVAE (``cvae``, :class:`CVAETraining`) and uploads
 only its decoder and label histogram (``cvae_decoder``). A part's own ``local`` / ``cvae`` keys override the shared
 ones. Each part is trained once and every server cohort that lists it reads the same uploads, so a client is never
 trained twice.
@@ -91,7 +92,8 @@ def resolve_part(params: dict, name: str, dataset: str, shape, clients: int) -> 
 def _part_ids(part: dict, key: str, clients: int) -> list[int]:
     """The client ids of a part: ``half`` (first / second) or ``clients: [a, b]`` (ids a .. b − 1), one of them."""
     if ("half" in part) == ("clients" in part):
-        raise ConfigError(key, "give its clients as half (first, second) or as clients: [first id, end id], one of them")
+        raise ConfigError(key, "give its clients as half (first, second) or as clients: [first id, end id], "
+                               "one of them")
     if "clients" in part:
         span = part["clients"]
         ok = (isinstance(span, list) and len(span) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
