@@ -254,6 +254,17 @@ def test_smoke_table11_fids_and_their_references(fedmho_repo):
     assert "| `figure07` | Fig. 7 | 1 panel(s) from runs |" in readme and (work / SUB / "reports" / "figure07.png").is_file()
 
 
+def assert_method_rows(work, run, art: str, label: str, names: dict) -> None:
+    """A table with a row per method (Tables VII, X) on the Fashion stand-in, one seed: each run's accuracy (run id
+    -> the paper's method name) beside no paper number, and the report's count of the cells run."""
+    table = (work / SUB / "reports" / f"{art}.md").read_text()
+    for cid, name in names.items():
+        acc = json.loads((run / "runs" / f"{cid}.json").read_text())["acc_final"]
+        assert f"| Fashion: {name} | {acc:.2f} / — |" in table
+    readme = (work / SUB / "reports" / "README.md").read_text()
+    assert f"| `{art}` | {label} | {len(names)} cells run ({len(names)} rows) |" in readme
+
+
 def test_smoke_table10_runs_on_diverse_classifiers(fedmho_repo):
     """Table X's slice: prototype voting over the three architectures of clients 0-9, and FedMHO-MD on a global
     model of another architecture, started from the classifiers' distilled ensemble."""
@@ -274,10 +285,7 @@ def test_smoke_table10_runs_on_diverse_classifiers(fedmho_repo):
     assert "| Method | P1 (dir0.5) |" in t10
     assert "x_large (clients 0-7): 2 × mobilenet_v2, 2 × cnn_mnist, 4 × cnn2, adam at 0.0005" in t10
     assert "Global model: mobilenet_v2 (FedAvg, FedDF" in t10
-    for cid, name in (("fedavg_vote-x", "FedAvg"), ("fedmho-md-x", "FedMHO-MD")):
-        acc = json.loads((run / "runs" / f"{cid}.json").read_text())["acc_final"]
-        assert f"| Fashion: {name} | {acc:.2f} / — |" in t10
-    assert "| `table10` | Table X | 2 cells run (2 rows) |" in (work / SUB / "reports" / "README.md").read_text()
+    assert_method_rows(work, run, "table10", "Table X", {"fedavg_vote-x": "FedAvg", "fedmho-md-x": "FedMHO-MD"})
 
 
 def test_smoke_table7_runs_with_n_clients(fedmho_repo):
@@ -285,11 +293,7 @@ def test_smoke_table7_runs_with_n_clients(fedmho_repo):
     run = work / SUB / "results" / "fmnist-dir0.5-s0-n6"
     assert json.loads((run / "clients-vgg9.json").read_text())["clients"] == [0, 1, 2]  # N/2 of each kind
     assert json.loads((run / "clients-cvae_small.json").read_text())["clients"] == [3, 4, 5]
-    t7 = (work / SUB / "reports" / "table07.md").read_text()
-    for cid, name in (("fedcvae", "FEDCVAE"), ("fedmho-md", "FedMHO-MD")):
-        acc = json.loads((run / "runs" / f"{cid}.json").read_text())["acc_final"]
-        assert f"| Fashion: {name} | {acc:.2f} / — |" in t7
-    assert "| `table07` | Table VII | 2 cells run (2 rows) |" in (work / SUB / "reports" / "README.md").read_text()
+    assert_method_rows(work, run, "table07", "Table VII", {"fedcvae": "FEDCVAE", "fedmho-md": "FedMHO-MD"})
 
 
 def test_a_column_depends_on_the_parts_it_reads_only(fedmho_repo):

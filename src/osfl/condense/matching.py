@@ -31,6 +31,7 @@ import torch
 import torch.nn as nn
 from tqdm.auto import tqdm
 
+from ..distill import frozen_forward
 from .dsa import DSA_OPS, apply, draw
 
 INITS = ("noise", "real")
@@ -55,8 +56,9 @@ class LayerFeatures:
         return hook
 
     def __call__(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The layers' outputs for ``x``; gradients reach ``x``, never the model's parameters."""
         self._out.clear()
-        self.model(x)
+        frozen_forward(self.model, x)
         return [self._out[n].flatten(1) for n in self.names]
 
     def close(self) -> None:
@@ -65,19 +67,14 @@ class LayerFeatures:
 
 
 @contextmanager
-def _frozen(models: Sequence[nn.Module]):
-    """The models in eval mode with no parameter requiring a gradient; their previous state restored after."""
-    params = [p for m in models for p in m.parameters()]
-    flags, modes = [p.requires_grad for p in params], [m.training for m in models]
+def _eval_mode(models: Sequence[nn.Module]):
+    """The models in eval mode (BN layers use their running statistics), their previous modes restored after."""
+    modes = [m.training for m in models]
     try:
-        for p in params:
-            p.requires_grad_(False)
         for m in models:
             m.eval()
         yield
     finally:
-        for p, f in zip(params, flags):
-            p.requires_grad_(f)
         for m, t in zip(models, modes):
             m.train(t)
 
@@ -130,7 +127,7 @@ def distribution_matching(models: Sequence[nn.Module], x: torch.Tensor, y: torch
     feats = [LayerFeatures(m, layers) for m in models]
     bar = tqdm(total=int(sum(iterations)), desc=desc, disable=not progress, mininterval=1.0, unit="step")
     try:
-        with _frozen(models):
+        with _eval_mode(models):
             for stage in range(len(layers) - 1, -1, -1):
                 for step in range(int(iterations[stage])):
                     loss = torch.zeros((), device=device)

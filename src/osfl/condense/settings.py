@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
+from ..config import check_choice, check_float, check_int
 from ..errors import ConfigError, unknown_key
 from .dsa import DSA_OPS
 from .matching import INITS
@@ -51,32 +52,28 @@ class Condensation:
         d = cls()
         get = lambda k: section.get(k, getattr(d, k))  # noqa: E731
         iterations = get("iterations")
-        if not (isinstance(iterations, (list, tuple)) and iterations and
-                all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in iterations)):
+        if not isinstance(iterations, (list, tuple)) or not iterations:
             raise ConfigError(f"{key}.iterations", f"must be a list of step counts >= 0, one per layer, got "
                                                    f"{iterations!r}")
+        iterations = tuple(check_int(f"{key}.iterations[{j}]", i, minimum=0) for j, i in enumerate(iterations))
         augment = get("augment")
         if augment in (None, "none"):
             augment = ()
-        if not isinstance(augment, (list, tuple)) or any(op not in DSA_OPS for op in augment):
+        if not isinstance(augment, (list, tuple)):
             raise ConfigError(f"{key}.augment", f"must be a list of DSA ops ({', '.join(DSA_OPS)}) or none, got "
                                                 f"{augment!r}")
+        augment = tuple(check_choice(f"{key}.augment", op, list(DSA_OPS)) for op in augment)
         layers = {**d.layers, **(section.get("layers") or {})}
         for arch, names in layers.items():
             if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
                 raise ConfigError(f"{key}.layers.{arch}", "must be a list of module names (v_1 .. v_J)")
-        for k in ("ipc", "real_batch"):
-            if not (isinstance(get(k), int) and not isinstance(get(k), bool) and get(k) >= 1):
-                raise ConfigError(f"{key}.{k}", f"must be an integer >= 1, got {get(k)!r}")
-        for k in ("lr", "momentum", "init_mean", "init_std"):
-            if not isinstance(get(k), (int, float)) or isinstance(get(k), bool) or get(k) < 0 or (k == "lr" and
-                                                                                               get(k) == 0):
-                raise ConfigError(f"{key}.{k}", f"must be a number {'> 0' if k == 'lr' else '>= 0'}, got {get(k)!r}")
-        if get("init") not in INITS:
-            raise ConfigError(f"{key}.init", f"must be one of {', '.join(INITS)}, got {get('init')!r}")
-        return cls(ipc=get("ipc"), iterations=tuple(iterations), lr=float(get("lr")), momentum=float(get("momentum")),
-                   real_batch=get("real_batch"), augment=tuple(augment), init=get("init"),
-                   init_mean=float(get("init_mean")), init_std=float(get("init_std")), layers=layers)
+        return cls(ipc=check_int(f"{key}.ipc", get("ipc"), minimum=1), iterations=iterations,
+                   lr=check_float(f"{key}.lr", get("lr"), positive=True),
+                   momentum=check_float(f"{key}.momentum", get("momentum"), minimum=0.0),
+                   real_batch=check_int(f"{key}.real_batch", get("real_batch"), minimum=1), augment=augment,
+                   init=check_choice(f"{key}.init", get("init"), list(INITS)),
+                   init_mean=check_float(f"{key}.init_mean", get("init_mean"), minimum=0.0),
+                   init_std=check_float(f"{key}.init_std", get("init_std"), minimum=0.0), layers=layers)
 
     def layers_for(self, arch: str, key: str = "condense") -> list[str]:
         """v_1 .. v_J of ``arch``; fails naming the key when the params give none, or a count other than the

@@ -244,7 +244,7 @@ def ablation(params: dict, results_root: Path, art, default_row: str | None) -> 
 
 def _method_rows(art, entries: list[dict], columns_of) -> tuple[pd.DataFrame, int]:
     """A table whose rows are methods (Tables VII, X): each entry's ``paper`` name, per sweep dataset (EMNIST's rows
-    carry the paper's numbers; another dataset's are named after it), and ``columns_of(ds)`` = [(our column label,
+    carry the paper's numbers; another dataset's are named after it), and ``columns_of[ds]`` = [(our column label,
     the paper's column, {entry id: run records})]; each cell mean ± std over seeds beside the paper's. Returns
     (cells, cells run)."""
     paper, paper_std = load_published_table(art), load_published_table(art, "std")
@@ -526,6 +526,9 @@ FIGURES = {"figure02": fig02, "figure05": fig05, "figure06": fig06, "figure07": 
 SCHEMATICS = {"figure01": "a schematic (the scenario): no data", "figure03": "a schematic (the framework): no data",
               "figure04": "a conceptual illustration of knowledge forgetting (SPEC §5): no data; Fig. 6 measures it"}
 #: ablation tables: artifact -> the row Table IV's MD / SD runs fill (None: no such row)
+#: how a cell of accuracies reads (Tables IV-X)
+ACC_CELLS = ("Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std (n seeds) / the paper's mean "
+             "± std (our mean − the paper's). ")
 ABLATIONS = {"table05": "1, 1", "table06": None, "table08": None, "table09": ""}
 #: ablation tables whose rows are Table IV's (dataset, partition) and whose variants run on every Table IV run
 BY_DATASET = ("table06", "table09")
@@ -546,6 +549,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     first_ds = (params.get("datasets") or ["fmnist"])[0]
     where = (f"split {(params.get('splits') or ['dir0.5'])[0]}; profile {params.get('profile')}; seeds "
              f"{params.get('seeds')}.")
+    seeds_note = f"Profile {params.get('profile')}; seeds {params.get('seeds')}."
 
     def put(art, cells, done: int, note: str, state: str, metric: dict) -> None:
         """A table built from runs (``done`` > 0) beside the paper's, or its "no run yet" state."""
@@ -572,21 +576,12 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             status[art.id] = "as the paper" if not differ else f"{differ} cell(s) differ from the paper"
             metrics[art.id] = {"cells_differing": differ}
         elif art.id == "table04":
-            paper = load_published_table(art)
-            cells, numbers = table04(params, runs, paper, load_published_table(art, "std"))
-            if numbers:
-                note = (f"Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std (n seeds) / the "
-                        f"paper's mean ± std (our mean − the paper's). Profile {params.get('profile')}; seeds "
-                        f"{params.get('seeds')}. Rows: Dir(α) with the SPEC's inferred α.")
-                written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
-                                       f"tab:{art.id}-vs-paper", notes=note)
-                status[art.id] = f"{len(numbers)} cells run ({len(cells)} rows)"
-                metrics[art.id] = {"cells_run": len(numbers),
-                                   "mean_gap": round(float(np.mean([v["mean"] - v["paper"] for v in numbers.values()
-                                                                    if not math.isnan(v["paper"])] or [0.0])), 4)}
-                verdicts += claims(numbers)
-            else:
-                status[art.id] = "no run yet"
+            cells, numbers = table04(params, runs, load_published_table(art), load_published_table(art, "std"))
+            gap = np.mean([v["mean"] - v["paper"] for v in numbers.values() if not math.isnan(v["paper"])] or [0.0])
+            put(art, cells, len(numbers), ACC_CELLS + seeds_note + " Rows: Dir(α) with the SPEC's inferred α.",
+                f"{len(numbers)} cells run ({len(cells)} rows)",
+                {"cells_run": len(numbers), "mean_gap": round(float(gap), 4)})
+            verdicts += claims(numbers) if numbers else []
         elif art.id == "table02" and flops_file.is_file():
             record = json.loads(flops_file.read_text())
             paper = load_published_table(art)
@@ -609,29 +604,18 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             metrics[art.id] = {"cells": len(gaps), "within_tolerance": within, "max_abs_gap_pct": round(abs(worst), 4)}
         elif art.id in ABLATIONS:
             cells, numbers = ablation(params, Path(results_root), art, ABLATIONS[art.id])
-            if numbers:
-                note = ("Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std (n seeds) / the "
-                        "paper's mean ± std (our mean − the paper's). "
-                        + ("The (1, 1) row is Table IV's MD / SD runs. " if ABLATIONS[art.id] else
-                           "FedMHO-MD / -SD are Table IV's runs (heterogeneous clients, as in the paper). "
-                           if ABLATIONS[art.id] == "" else "")
-                        + f"Profile {params.get('profile')}; seeds {params.get('seeds')}.")
-                written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
-                                       f"tab:{art.id}-vs-paper", notes=note)
-                status[art.id] = f"{len(numbers)} cells run ({len(cells)} rows)"
-                metrics[art.id] = {"cells_run": len(numbers)}
-            else:
-                status[art.id] = "no run yet"
+            put(art, cells, len(numbers), ACC_CELLS
+                + ("The (1, 1) row is Table IV's MD / SD runs. " if ABLATIONS[art.id] else
+                   "FedMHO-MD / -SD are Table IV's runs (heterogeneous clients, as in the paper). "
+                   if ABLATIONS[art.id] == "" else "") + seeds_note,
+                f"{len(numbers)} cells run ({len(cells)} rows)", {"cells_run": len(numbers)})
         elif art.id == "table07":
             cells, done = table07(params, Path(results_root), art)
-            put(art, cells, done, "Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std "
-                "(n seeds) / the paper's mean ± std (our mean − the paper's). N clients, N/2 of each kind, on " + where,
+            put(art, cells, done, ACC_CELLS + "N clients, N/2 of each kind, on " + where,
                 f"{done} cells run ({len(cells)} rows)", {"cells_run": done})
         elif art.id == "table10":
             cells, done = table10(params, Path(results_root), art)
-            put(art, cells, done, "Each cell: ours, the last server epoch's top-1 accuracy, mean ± sample std "
-                "(n seeds) / the paper's mean ± std (our mean − the paper's). " + table10_setting(params) +
-                f" Profile {params.get('profile')}; seeds {params.get('seeds')}.",
+            put(art, cells, done, ACC_CELLS + table10_setting(params) + " " + seeds_note,
                 f"{done} cells run ({len(cells)} rows)", {"cells_run": done})
         elif art.id == "table11":
             cells, done, features = table11(params, Path(results_root), art)
