@@ -46,6 +46,8 @@ class ServerContext:
     batched_ensemble: bool = True
     # called with each epoch's curve entry as soon as it is measured (the server stage logs it live with dvclive)
     on_epoch: Callable[[dict], None] | None = None
+    # the clients' second upload of a two-transmission round (OFedED's distilled sets), for methods that read it
+    distilled: list[ClientUpload] = field(default_factory=list)
 
     def load_aux(self, name: str, key: str) -> torch.Tensor:
         """Unlabeled images of dataset ``name``; ``key`` names the parameter that chose it (for errors)."""
@@ -67,6 +69,16 @@ class ServerContext:
         from ..distill import BatchedEnsemble
 
         return BatchedEnsemble(models, weights, batched=self.batched_ensemble)
+
+    def synthetic_set(self, method: str) -> tuple[torch.Tensor, torch.Tensor]:
+        """S = ∪_k S_k: the clients' distilled images (float, the models' input space) and labels on the device;
+        ``method`` names the caller in the error when there are none."""
+        sets = [u for u in self.distilled if u.kind == "distilled_set"]
+        if not sets:
+            raise ConfigError("methods", f"{method} reads the clients' distilled sets (stage condense); none came")
+        x = torch.cat([torch.from_numpy(u.array("images")).float() for u in sets]).to(self.device)
+        y = torch.cat([torch.from_numpy(u.array("labels")).long() for u in sets]).to(self.device)
+        return x, y
 
     def client_sizes(self) -> list[int]:
         return [u.n_samples for u in self.uploads]
@@ -131,6 +143,7 @@ class ServerMethod:
     data_keys: ClassVar[tuple[str, ...]] = ()  # sizes of a server-side training set: capped at the profile's max_train
     allowed: ClassVar[dict[str, tuple]] = {}  # key -> allowed values, for choice parameters
     positive: ClassVar[tuple[str, ...]] = ()  # numeric keys that must be > 0 (other numeric keys: >= 0)
+    reads_distilled: ClassVar[bool] = False  # the server stage passes the clients' distilled sets (ctx.distilled)
 
     def __init__(self, **params: Any):
         for k, v in params.items():

@@ -83,11 +83,14 @@ def _run(args) -> None:
     device = cfg["device"]
     data = load_data(paths, cfg)
     uploads, clients_dir = read_cohort(paths.clients, getattr(args, "parts", ""))
+    # a two-transmission round: the clients' second upload (OFedED's distilled sets, stage condense)
+    distilled_dir = paths.clients.parent / "distilled"
+    distilled = read_uploads(require_input(distilled_dir, "condense")) if method.reads_distilled else []
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
     name = run_name(args)
     live = LiveRun(paths.results / "live" / name, name)
     ctx = build_context(cfg, uploads, x_test, y_test, device, progress=not args.no_progress,
-                        aux_loader=aux_loader(paths, cfg, device), on_epoch=live.epoch)
+                        aux_loader=aux_loader(paths, cfg, device), on_epoch=live.epoch, distilled=distilled)
     accel = cfg["runtime"]
     result, seconds = run_method(method, ctx, cfg)
     if result.curve:  # the last epoch was evaluated (and logged) already; evaluate@ checks the saved model
@@ -109,6 +112,8 @@ def _run(args) -> None:
         "epochs": epochs, "members": result.members, "weights": result.weights, "extras": result.extras,
         "clients_dir": clients_dir, "seconds": seconds, "runtime": {**device_info(device), **accel.in_force(device)},
     }
+    if distilled:
+        manifest["distilled_dir"] = str(distilled_dir)
     if result.kind == "classifier":
         save_state_dict(result.model.state_dict(), out / "model.pt")
         manifest["files"] = {"state_dict": "model.pt"}
