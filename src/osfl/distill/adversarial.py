@@ -105,11 +105,12 @@ def kd_augmentation(name: str, input_shape: tuple[int, int, int]) -> str:
 def distill_pool(student: torch.nn.Module, opt: torch.optim.Optimizer, pool: SyntheticPool, batch: int, *,
                  teacher: Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor], device: torch.device,
                  order_rng: torch.Generator, augment: str, aug_rng: torch.Generator, T: float = 1.0,
-                 beta: float = 0.0) -> None:
+                 beta: float = 0.0, grad_clip: float | None = None) -> None:
     """One pass of ``student`` over ``pool`` in shuffled batches: each batch augmented (``augment``), labelled by
-    ``teacher(x, stored targets or None)`` without gradient, then one :func:`kd_step` (KL·T² + ``beta``·CE)."""
+    ``teacher(x, stored targets or None)`` without gradient, then one :func:`kd_step` (KL·T² + ``beta``·CE, the
+    student's gradient norm clipped at ``grad_clip`` when given)."""
     for x, y in pool.batches(batch, gen=order_rng, device=device):
         x = augment_batch(x, augment, aug_rng)
         with torch.no_grad():
             t_out = teacher(x, y)
-        kd_step(student, opt, x, t_out, T=T, beta=beta)
+        kd_step(student, opt, x, t_out, T=T, beta=beta, grad_clip=grad_clip)

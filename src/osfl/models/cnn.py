@@ -56,8 +56,8 @@ MODELS.register("cnn2", ModelSpec(
     shapes=((1, 28, 28), (3, 32, 32), (1, 32, 32)), default_for=((1, 28, 28),)))
 MODELS.register("cnn3", ModelSpec(
     "cnn3", lambda s, k: CNN3(s[0], k, s[1]),
-    "FedHydra/DENSE 3-layer CNN (DENSE CNNCifar, no BN, 319,242 params on 3x32x32)",
-    shapes=((3, 32, 32), (1, 32, 32)), default_for=((3, 32, 32),)))
+    "FedHydra/DENSE 3-layer CNN (DENSE CNNCifar, no BN, 319,242 params on 3x32x32; 1x28x28: 128·3·3 features)",
+    shapes=((3, 32, 32), (1, 32, 32), (1, 28, 28)), default_for=((3, 32, 32),)))
 MODELS.register("cnn3_bn", ModelSpec(
     "cnn3_bn", lambda s, k: CNN3(s[0], k, s[1], batchnorm=True),
     "3-layer CNN with BatchNorm after each conv (FedHydra SPEC §3.4 proposal, AMBIG-14)",

@@ -22,7 +22,8 @@ PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
         "flops": ("transposed", "columns", "rows"),
         "samples": ("per_class", "part"),
     },
-    "ofeded": {  # issue 17, being built: the clients' condensation (osfl.condense.settings.Condensation.KEYS)
+    "ofeded": {
+        "datasets": None, "splits": None, "seeds": None, "columns": None, "s_columns": None,
         "condense": ("ipc", "iterations", "lr", "momentum", "real_batch", "augment", "init", "init_mean", "init_std",
                      "layers"),
     },

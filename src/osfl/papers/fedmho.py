@@ -30,7 +30,8 @@ from ..cost.flops import format_count
 from ..live import read_curve
 from ..reporting.figures import curve_panels, grouped_bar_panels, image_rows
 from ..reporting.published import load_artifacts, load_published_table
-from ..reporting.spread import format_spread, mean_std
+from ..reporting.runs import compare_rows, read_runs, run_name, vs_paper
+from ..reporting.spread import mean_std
 from ..reporting.tables import MARKDOWN_NA, write_table
 
 #: our dataset names -> the paper's row labels (Tables III, IV)
@@ -58,31 +59,6 @@ def flops_table(record: dict, paper: pd.DataFrame) -> tuple[pd.DataFrame, list[f
             cells.loc[row, col] = f"{format_count(ours['macs'])} / {format_count(p)} ({gap:+.2f}%)"
     return cells, gaps
 
-
-
-def run_name(dataset: str, split: str, seed) -> str:
-    return f"{dataset}-{split}-s{seed}"
-
-
-def read_runs(results_root: Path, params: dict, entries: list[dict] | None = None,
-              datasets: list[str] | None = None, *, suffix: str = "",
-              folder: str = "runs") -> dict[tuple[str, str], dict[str, list[dict]]]:
-    """``{(dataset, split): {entry id: [run record per seed that ran]}}`` for ``entries`` (default: Table IV's
-    ``columns``) on ``datasets`` (default: ``datasets``), every listed split and seed: the records
-    ``results/<run><suffix>/<folder>/<id>.json`` (``suffix`` ``-n<N>``: Table VII's runs; ``folder`` ``fid``: the
-    FID records, one per part)."""
-    entries = params.get("columns") or [] if entries is None else entries
-    out: dict = {}
-    for ds in (params.get("datasets") or []) if datasets is None else datasets:
-        for split in params.get("splits") or []:
-            cols: dict[str, list[dict]] = {}
-            for seed in params.get("seeds") or [params.get("seed", 0)]:
-                for col in entries:
-                    f = Path(results_root) / f"{run_name(ds, split, seed)}{suffix}" / folder / f"{col['id']}.json"
-                    if f.is_file():
-                        cols.setdefault(col["id"], []).append({**json.loads(f.read_text()), "seed": seed})
-            out[(ds, split)] = cols
-    return out
 
 
 def _part_models(params: dict, dataset: str) -> dict[str, str]:
@@ -173,53 +149,10 @@ def _same_number(a: str, b: str) -> bool:
         return False
 
 
-def vs_paper(vals: list[float], p: float, ps: float = float("nan")) -> str:
-    """One cell: ``ours mean ± std (n) / paper ± std (our mean − the paper's)``, with — for a missing side."""
-    ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"
-    if not vals:
-        return f"{MARKDOWN_NA} / {ptxt}"
-    delta = "" if math.isnan(p) else f" ({mean_std(vals)[0] - p:+.2f})"
-    return f"{format_spread(vals)} / {ptxt}{delta}"
-
-
-def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entries: list[dict],
-                 prefix=lambda ds, entry: DATASET_LABELS.get(ds, ds)) -> tuple[pd.DataFrame, dict]:
-    """Rows of the runs' datasets and splits: ``ours mean ± std (n) / paper ± std (Δ mean)``, and the cells' numbers.
-
-    An entry (a column or variant: ``id``, ``paper`` = the paper's column) lands in the paper's row whose leading
-    fields are ``prefix(dataset, entry)`` (the dataset, λ₁/λ₂ or ρ) and whose last field is the split's α."""
-    rows, numbers = {}, {}
-    for (ds, split), by_id in runs.items():
-        alpha = split.removeprefix("dir")
-        for entry in entries:
-            recs = by_id.get(entry["id"], [])
-            lead = str(prefix(ds, entry))
-            label = next((i for i in paper.index if i.startswith(lead + ", ") and i.split(", ")[-1] == alpha), None)
-            key = label or f"{lead}, {split}"
-            row = rows.setdefault(key, {c: None for c in paper.columns})
-            pcol = entry.get("paper")
-            if pcol not in paper.columns or not recs:
-                continue
-            vals = [r["acc_final"] for r in recs]
-            p = paper.loc[label, pcol] if label is not None else float("nan")
-            mean, std, n = mean_std(vals)
-            row[pcol] = vals
-            numbers[(key, pcol)] = {"mean": mean, "std": std, "n": n, "paper": p, "seeds": [r["seed"] for r in recs]}
-    cells = {}
-    for key, row in rows.items():
-        cells[key] = {}
-        for pcol, vals in row.items():
-            known = key in paper.index
-            cells[key][pcol] = vs_paper(vals or [], paper.loc[key, pcol] if known else float("nan"),
-                                        paper_std.loc[key, pcol] if known else float("nan"))
-    df = pd.DataFrame.from_dict(cells, orient="index", columns=list(paper.columns), dtype=object)
-    df.index.name = paper.index.name
-    return df, numbers
-
-
 def table04(params: dict, runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """Table IV: every column on every dataset and split run."""
-    return compare_rows(runs, paper, paper_std, [c for c in params.get("columns") or [] if c.get("paper")])
+    return compare_rows(runs, paper, paper_std, [c for c in params.get("columns") or [] if c.get("paper")],
+                        lambda ds, entry: DATASET_LABELS.get(ds, ds))
 
 
 def _md_sd_defaults(params: dict, row: str) -> list[dict]:

@@ -24,10 +24,12 @@ Values
     ``-``, ``–``, ``—``, ``N/A``, ``MISSING`` (any case) and an empty cell mean "not reported" (NaN). Anything else
     (``VGG-9``, ``5/80.63``) raises :class:`osfl.errors.ConfigError` naming the file, row and column,
     unless the caller reads the table as text (``which="text"``, e.g. a table of settings). A table
-    printing mean and std in separate ``<name>_acc`` / ``<name>_std`` columns (FedMHO, OFedED) is
+    printing mean and std in separate ``<name>_acc`` / ``<name>_std`` columns (FedMHO) is
     folded: the key is every column before the first such pair, the values are the ``_acc`` columns
     named ``<name>``, ``which="std"`` gives the ``_std`` ones, and other ``<name>_<suffix>`` columns
-    (a printed Δ) are dropped.
+    (a printed Δ) are dropped. A table without ``_acc`` columns that prints ``<name>`` / ``<name>_std``
+    (OFedED) is folded the same way: the values are the columns without ``_`` in their name (one
+    without a ``_std`` partner has no std), other ``<name>_<suffix>`` columns are dropped.
 
 Comparisons
     :func:`render_comparison` lays our numbers over a published table with the same rows and
@@ -240,8 +242,11 @@ def parse_cell(text: str, where: str = "cell") -> tuple[float, float]:
 
 
 def _pairs(columns: list[str]) -> int | None:
-    """The position of the first ``<name>_acc``/``<name>_std`` column when the table prints such pairs."""
+    """The position of the first ``<name>_acc``/``<name>_std`` column when the table prints such pairs, or of the
+    first ``<name>``/``<name>_std`` pair in a table without ``_acc`` columns (OFedED)."""
     names = {c.rsplit("_", 1)[0] for c in columns if c.endswith("_acc")}
+    if not names:
+        return next((i for i, c in enumerate(columns) if f"{c}_std" in columns), None)
     if not any(f"{n}_std" in columns for n in names):
         return None
     return next(i for i, c in enumerate(columns) if c.rsplit("_", 1)[0] in names and "_" in c)
@@ -268,21 +273,26 @@ def load_published_table(artifact: Artifact, which: str = "value") -> pd.DataFra
     raw = pd.read_csv(artifact.file, dtype=str, keep_default_na=False, skipinitialspace=False)
     raw.columns = [str(c) for c in raw.columns]
     first_pair = _pairs(list(raw.columns))
-    if first_pair is not None:
+    n_key = 1
+    while n_key < raw.shape[1] - 1 and raw.iloc[:, :n_key].duplicated().any():
+        n_key += 1
+    if first_pair is not None and any(c.endswith("_acc") for c in raw.columns):
         n_key = first_pair
-    else:
-        n_key = 1
-        while n_key < raw.shape[1] - 1 and raw.iloc[:, :n_key].duplicated().any():
-            n_key += 1
+    elif first_pair is not None:  # <name> / <name>_std: the fewest leading columns that tell rows apart
+        n_key = min(n_key, first_pair)
     if raw.shape[1] <= n_key:
         raise ConfigError("artifact", f"{artifact.id}: {artifact.file.name} has no value column")
     key_cols = list(raw.columns[:n_key])
     labels = raw[key_cols].apply(lambda r: ", ".join(v.strip() for v in r), axis=1)
     cols = list(raw.columns[n_key:])
-    if first_pair is not None:  # fold <name>_acc / <name>_std into columns <name>
+    if first_pair is not None and any(c.endswith("_acc") for c in cols):  # fold <name>_acc / <name>_std: <name>
         keep = [c for c in cols if c.endswith("_acc")]
         std_of = {c: c[:-4] + "_std" for c in keep}
         names = [c[:-4] for c in keep]
+    elif first_pair is not None:  # <name> / <name>_std (a <name> without _std: no std printed)
+        keep = [c for c in cols if not c.endswith("_std") and "_" not in c]
+        std_of = {c: c + "_std" for c in keep}
+        names = keep
     else:
         keep, std_of, names = cols, {}, cols
     if which == "text":

@@ -1,0 +1,88 @@
+"""The runs of a paper pipeline and their cells beside the paper's (shared by the paper modules).
+
+* ``run_name``: a run's folder name, ``<dataset>-<split>-s<seed>``.
+* ``read_runs``: the run records ``results/<run>/runs/<id>.json`` of a list of entries (columns, variants) over the
+  params file's datasets, splits and seeds.
+* ``vs_paper``: one cell, ``ours mean ± std (n) / paper ± std (our mean − the paper's)``.
+* ``compare_rows``: rows of the runs' datasets and splits, each entry in the paper's column it names.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from .spread import format_spread, mean_std
+from .tables import MARKDOWN_NA
+
+
+def run_name(dataset: str, split: str, seed) -> str:
+    return f"{dataset}-{split}-s{seed}"
+
+
+def read_runs(results_root: Path, params: dict, entries: list[dict] | None = None,
+              datasets: list[str] | None = None, *, suffix: str = "",
+              folder: str = "runs") -> dict[tuple[str, str], dict[str, list[dict]]]:
+    """``{(dataset, split): {entry id: [run record per seed that ran]}}`` for ``entries`` (default: Table IV's
+    ``columns``) on ``datasets`` (default: ``datasets``), every listed split and seed: the records
+    ``results/<run><suffix>/<folder>/<id>.json`` (``suffix`` ``-n<N>``: Table VII's runs; ``folder`` ``fid``: the
+    FID records, one per part)."""
+    entries = params.get("columns") or [] if entries is None else entries
+    out: dict = {}
+    for ds in (params.get("datasets") or []) if datasets is None else datasets:
+        for split in params.get("splits") or []:
+            cols: dict[str, list[dict]] = {}
+            for seed in params.get("seeds") or [params.get("seed", 0)]:
+                for col in entries:
+                    f = Path(results_root) / f"{run_name(ds, split, seed)}{suffix}" / folder / f"{col['id']}.json"
+                    if f.is_file():
+                        cols.setdefault(col["id"], []).append({**json.loads(f.read_text()), "seed": seed})
+            out[(ds, split)] = cols
+    return out
+
+
+def vs_paper(vals: list[float], p: float, ps: float = float("nan")) -> str:
+    """One cell: ``ours mean ± std (n) / paper ± std (our mean − the paper's)``, with — for a missing side."""
+    ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"
+    if not vals:
+        return f"{MARKDOWN_NA} / {ptxt}"
+    delta = "" if math.isnan(p) else f" ({mean_std(vals)[0] - p:+.2f})"
+    return f"{format_spread(vals)} / {ptxt}{delta}"
+
+
+def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entries: list[dict],
+                 prefix: Callable[[str, dict], str]) -> tuple[pd.DataFrame, dict]:
+    """Rows of the runs' datasets and splits: ``ours mean ± std (n) / paper ± std (Δ mean)``, and the cells' numbers.
+
+    An entry (a column or variant: ``id``, ``paper`` = the paper's column) lands in the paper's row whose leading
+    fields are ``prefix(dataset, entry)`` (the dataset, λ₁/λ₂ or ρ) and whose last field is the split's α."""
+    rows, numbers = {}, {}
+    for (ds, split), by_id in runs.items():
+        alpha = split.removeprefix("dir")
+        for entry in entries:
+            recs = by_id.get(entry["id"], [])
+            lead = str(prefix(ds, entry))
+            label = next((i for i in paper.index if i.startswith(lead + ", ") and i.split(", ")[-1] == alpha), None)
+            key = label or f"{lead}, {split}"
+            row = rows.setdefault(key, {c: None for c in paper.columns})
+            pcol = entry.get("paper")
+            if pcol not in paper.columns or not recs:
+                continue
+            vals = [r["acc_final"] for r in recs]
+            p = paper.loc[label, pcol] if label is not None else float("nan")
+            mean, std, n = mean_std(vals)
+            row[pcol] = vals
+            numbers[(key, pcol)] = {"mean": mean, "std": std, "n": n, "paper": p, "seeds": [r["seed"] for r in recs]}
+    cells = {}
+    for key, row in rows.items():
+        cells[key] = {}
+        for pcol, vals in row.items():
+            known = key in paper.index
+            cells[key][pcol] = vs_paper(vals or [], paper.loc[key, pcol] if known else float("nan"),
+                                        paper_std.loc[key, pcol] if known else float("nan"))
+    df = pd.DataFrame.from_dict(cells, orient="index", columns=list(paper.columns), dtype=object)
+    df.index.name = paper.index.name
+    return df, numbers
