@@ -51,7 +51,7 @@ def test_client_models_give_each_client_its_architecture():
     ({"local__batch_size": 0}, r"^local.batch_size: must be >= 1"),
     ({"local__augment": "mixup"}, r"^local.augment: unknown value 'mixup'; allowed: auto, none, crop_flip, flip"),
     ({"local__init": "random"}, r"^local.init: unknown value 'random'; allowed: shared, independent"),
-    ({"model": "cnn3"}, r"^model: 'cnn3' takes inputs"),
+    ({"model": "cnn3_bn"}, r"^model: 'cnn3_bn' takes inputs"),
     ({"seed": "x"}, r"^seed: must be an integer"),
     ({"client_models": ["cnn2", "lenet5"]}, r"^client_models: lists 2 architectures for clients=5"),
     ({"client_models": "cnn2,cnn2,cnn2,cnn2,resnet99"}, r"^client_models: unknown model 'resnet99'"),

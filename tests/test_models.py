@@ -46,8 +46,9 @@ def test_auto_resolves_paper_defaults():
 def test_bad_model_names_fail_with_one_line():
     with pytest.raises(ConfigError, match=r"^model: unknown model 'vgg99'; allowed: .*cnn2"):
         resolve_model_name("vgg99", (1, 28, 28))
-    with pytest.raises(ConfigError, match=r"^model: 'cnn3' takes inputs"):
-        resolve_model_name("cnn3", (1, 28, 28))
+    with pytest.raises(ConfigError, match=r"^model: 'cnn3_bn' takes inputs"):
+        resolve_model_name("cnn3_bn", (1, 28, 28))
+    assert resolve_model_name("cnn3", (1, 28, 28)) == "cnn3"  # OFedED's CNN on Fashion-MNIST, not resized
 
 
 # --- FedHydra heterogeneous clients M1 (googlenet), M3 (cnn_m3), M4 (cnn_m4); SPEC §3.4 ------------------------
