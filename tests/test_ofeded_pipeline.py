@@ -44,6 +44,30 @@ def test_every_ablation_row_has_a_run_and_the_parts_it_names():
     assert methods <= set(params["methods"])
 
 
+def test_the_full_grid_resolves():
+    """Every stage family of the committed params expands (DVC's templating of the columns, variants, Table 2)."""
+    import subprocess
+    import sys
+
+    params = yaml.safe_load((PAPER / "params.yaml").read_text())
+    dvc = str(Path(sys.executable).with_name("dvc"))
+    out = subprocess.run([dvc, "stage", "list", "--name-only"], cwd=PAPER, capture_output=True, text=True, check=True)
+    names = out.stdout.split()
+    runs = len(params["datasets"]) * len(params["splits"]) * len(params["seeds"])
+    fig = len(params["datasets"]) * len(params["seeds"])
+    counts = {fam: sum(n.startswith(f"{fam}@") for n in names) for fam in (
+        "train", "condense", "project", "server", "server_s", "train_dp", "condense_v", "server_v", "train_r",
+        "condense_r", "server_r", "server_rs")}
+    assert counts == {"train": runs, "condense": runs, "project": runs, "server": runs * len(params["columns"]),
+                      "server_s": runs * len(params["s_columns"]), "train_dp": fig * len(params["dp_sigmas"]),
+                      "condense_v": fig * len(params["variants"]), "server_v": fig * len(params["variants"]),
+                      "train_r": runs, "condense_r": runs, "server_r": runs * len(params["resnet"]["columns"]),
+                      "server_rs": runs * len(params["resnet"]["s_columns"])}
+    dp = {f"-dpg{s}" for s in params["dp_sigmas"]}
+    assert all(v["clients"] in dp | {""} for v in params["variants"])  # a variant's clients are trained somewhere
+    assert {v["figure"] for v in params["variants"]} == {"2b", "3"}
+
+
 def test_table1_keeps_the_papers_rows_and_adds_ours(tmp_path):
     params = yaml.safe_load((PAPER / "params.yaml").read_text())
     params.update(datasets=["fmnist"], splits=["dir0.3"], seeds=[0, 1])
@@ -70,22 +94,29 @@ from helpers import copy_worktree, init_repo, sh  # noqa: E402
 
 
 # the smoke run keeps a slice of every kind of column (the full lists: test_every_ablation_row_has_a_run..., and
-# test_full_grid_resolves): Table 1's, the teacher-tracking and FLOP-counting ones, two ablation rows, one student
-KEEP = {"fedavg", "fdafl", "fadi", "dense", "coboost", "coboost-resnet32", "ofeded", "ofeded-l", "ofeded-o",
+# test_the_full_grid_resolves): Table 1's, the teacher-tracking and FLOP-counting ones, one ablation row, one student
+KEEP = {"fedavg", "fdafl", "fadi", "maecho", "dense", "coboost", "coboost-resnet32", "ofeded", "ofeded-l",
         "ofeded-resnet32"}
+# Figs. 2(b) and 3: one IPC and one noise variant (noise on the images of DP-SGD-trained clients: every mechanism)
+KEEP_VARIANTS = {"ipc1", "both1"}
 
 
 @pytest.fixture(scope="module")
 def ofeded_repo(tmp_path_factory, repo_root):
-    """`dvc repro` of papers/ofeded/ at smoke on the Fashion-MNIST stand-in: one split, one seed, every column. The
-    2-layer CNN stands in for the 3-layer one (a twentieth of the matching's cost) and the distribution matching runs
-    3 steps: wiring, not a model, is under test (the matching itself: test_condense.py)."""
+    """`dvc repro` of papers/ofeded/ at smoke on the Fashion-MNIST stand-in: one split, one seed, a slice of every
+    kind of column and variant. LeNet-5 (no BatchNorm, like the paper's 3-layer CNN, so DP-SGD applies) stands in for
+    the 3-layer CNN, the 2-layer CNN for Table 2's ResNet-18, and the distribution matching runs 3 steps: wiring, not a
+    model, is under test (the matching itself: test_condense.py)."""
     work = tmp_path_factory.mktemp("ofeded") / "repo"
     copy_worktree(repo_root, work)
     pf = work / SUB / "params.yaml"
     params = yaml.safe_load(pf.read_text())
-    params.update(profile="smoke", datasets=["fmnist"], splits=["dir0.3"], seeds=[0], model="cnn2")
-    params["condense"] = {**params["condense"], "iterations": [10, 20]}  # cnn2's two layers; x0.1 at smoke
+    params.update(profile="smoke", datasets=["fmnist"], splits=["dir0.3"], seeds=[0], model="lenet5", dp_sigmas=[1])
+    params["condense"] = {**params["condense"], "iterations": [10, 20],  # two layers; x0.1 at smoke
+                          "layers": {"lenet5": ["features.2", "features.5"]}}
+    params["variants"] = [v for v in params["variants"] if v["id"] in KEEP_VARIANTS]
+    params["resnet"] = {**params["resnet"], "model": "cnn2", "condense": "condense.iterations=[10,20]",
+                        "columns": [c for c in params["resnet"]["columns"] if c["method"] == "ensemble"]}
     params["server"]["fadi"] = {"inv_steps": 20}  # x0.1 at smoke: 2 inversion steps per batch
     params["columns"] = [c for c in params["columns"] if c["id"] in KEEP]
     params["s_columns"] = [c for c in params["s_columns"] if c["id"] in KEEP]
@@ -135,7 +166,7 @@ def test_smoke_pipeline_counts_the_costs_of_tables_4_and_5(ofeded_repo):
     assert "server_flops" not in json.loads((run / "runs" / "fedavg.json").read_text())  # counted where asked only
     t4 = (reports / "table4.md").read_text()
     row = next(x for x in t4.splitlines() if x.startswith("| OFedED (ours"))
-    state = build_model("cnn2", (1, 28, 28), 10).state_dict()  # the upload: parameters and buffers as stored
+    state = build_model("lenet5", (1, 28, 28), 10).state_dict()  # the upload: parameters and buffers as stored
     model_mb = params["clients"] * sum(t.numel() * t.element_size() for t in state.values()) / 1e6
     assert row.split("|")[2].strip() == f"{(local + dm) / 1e9:.4g}"
     assert row.split("|")[3].strip() == f"{model_mb + s_bytes / 1e6:.4g}"
@@ -161,7 +192,7 @@ def test_smoke_pipeline_draws_figure_2_panels_a_and_c(ofeded_repo):
         assert (reports / f"{fig}.png").stat().st_size > 0 and (reports / f"{fig}.pdf").stat().st_size > 0
     readme = (reports / "README.md").read_text()
     assert "| `fig2a` | Fig. 2(a) | 1 panels run |" in readme and "| `fig2c` | Fig. 2(c) | 1 panels run |" in readme
-    assert "student cnn2 (the clients'): OFedED above DENSE and Co-Boosting (Fig. 2(c))" in readme
+    assert "student lenet5 (the clients'): OFedED above DENSE and Co-Boosting (Fig. 2(c))" in readme
     assert "student ResNet-32: OFedED above DENSE and Co-Boosting (Fig. 2(c))" in readme
     assert any(e.get("student") for e in params["columns"]) and any(e.get("student") for e in params["s_columns"])
 
@@ -175,5 +206,41 @@ def test_a_server_change_does_not_rerun_the_clients(ofeded_repo):
     params["server"]["ofeded"] = {"finetune_epochs": 5}
     pf.write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
     status = json.loads(sh("dvc", "status", "--json", cwd=work / SUB).stdout)
-    assert not any(k.startswith(("train@", "condense@", "server@")) for k in status)
+    assert not any(k.startswith(("train@", "condense@", "server@", "train_dp@", "condense_v@", "train_r@",
+                                 "condense_r@", "server_r@")) for k in status)
     assert sum(k.startswith("server_s@") for k in status) == len(params["s_columns"])
+
+
+@pytest.mark.slow
+def test_smoke_pipeline_renders_table_2_and_figures_2b_and_3(ofeded_repo):
+    """Table 2 from the ResNet-family runs (<run>-<model>), Fig. 2(b) from an IPC variant and the main run, Fig. 3
+    from a variant whose clients trained with DP-SGD and whose images carry noise."""
+    work, params, _ = ofeded_repo
+    sub = work / SUB
+    reports, run = sub / "reports", sub / "results" / "fmnist-dir0.3-s0"
+    ipc1 = json.loads((run / "distilled-ipc1.json").read_text())
+    assert ipc1["settings"]["ipc"] == 1 and all(c["images"] == len(c["classes"]) for c in ipc1["clients"])
+    both = json.loads((run / "distilled-both1.json").read_text())
+    assert both["settings"]["noise"] == 1 and both["clients_dir"] == "models/fmnist-dir0.3-s0-dpg1/clients"
+    dp = json.loads((sub / "results" / "fmnist-dir0.3-s0-dpg1" / "clients.json").read_text())
+    assert dp["dp"]["sigma"] == 1 and dp["dp"]["clip"] == 1 and dp["dp"]["epsilon_max"] > 0
+    man = json.loads((sub / "models" / "fmnist-dir0.3-s0" / "global" / "ofeded-both1" / "manifest.json").read_text())
+    assert man["clients_dir"] == "models/fmnist-dir0.3-s0-dpg1/clients"
+    assert man["distilled_dir"] == "models/fmnist-dir0.3-s0/distilled-both1"
+    acc = {i: json.loads((run / "runs" / f"{i}.json").read_text())["acc_final"] for i in ("ofeded", "ofeded-ipc1",
+                                                                                          "ofeded-both1")}
+    t2 = (reports / "table2.md").read_text()
+    assert sum(line.startswith("| paper: CIFAR-10") for line in t2.splitlines()) == 3
+    row = next(line for line in t2.splitlines() if line.startswith("| ours: Fashion-MNIST, α = 0.3"))
+    rrun = sub / "results" / "fmnist-dir0.3-s0-cnn2" / "runs"
+    for method in ("ensemble", "ofeded"):
+        assert f"{json.loads((rrun / f'{method}.json').read_text())['acc_final']:.2f}" in row, method
+    readme = (reports / "README.md").read_text()
+    assert "| `table2` | Table 2 | 2 cells run |" in readme
+    assert "| `fig2b` | Fig. 2(b) | 1 panels run |" in readme and "| `fig3` | Fig. 3 | 1 panels run." in readme
+    two = acc["ofeded"] >= acc["ofeded-ipc1"]  # the main run is IPC 2
+    assert f"IPC = 2 gives OFedED's best accuracy (Fig. 2(b)): {'holds' if two else 'does not hold'}" in readme
+    lower = acc["ofeded-both1"] < acc["ofeded"]
+    assert f"every noise setting lowers accuracy (Fig. 3): {'holds' if lower else 'does not hold'}" in readme
+    for fig in ("fig2b", "fig3"):
+        assert (reports / f"{fig}.png").stat().st_size > 0

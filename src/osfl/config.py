@@ -62,6 +62,14 @@ def check_float(key: str, value: Any, *, positive: bool = False, minimum: float 
     return float(value)
 
 
+def check_delta(key: str, value: Any) -> float:
+    """A probability strictly between 0 and 1 (the δ of (ε, δ)-DP)."""
+    value = check_float(key, value, positive=True)
+    if value >= 1:
+        raise ConfigError(key, f"must be < 1, got {value}")
+    return value
+
+
 def check_choice(key: str, value: Any, allowed: list[str]) -> str:
     if value not in allowed:
         raise ConfigError(key, f"unknown value {value!r}; allowed: {', '.join(allowed)}")
@@ -81,8 +89,13 @@ class LocalTraining:
     init: str = "shared"  # clients start from one common initial model (FedAvg protocol)
     eval_every: int = 0  # >0: record client test accuracy every N local epochs (FedHydra Fig. 8)
     optimizer: str = "sgd"  # sgd (momentum, weight_decay) or adam (lr, weight_decay; FedMHO Table X: Adam 5e-4)
+    grad_clip: float = 0.0  # >0: clip each step's total gradient norm (OFedED SPEC §2.1 [CB]: 10); 0 = off
+    dp_sigma: float = 0.0  # >0: DP-SGD with this noise multiplier (OFedED SPEC §2.8 [P], Fig. 3); 0 = off
+    dp_clip: float = 1.0  # DP-SGD's per-sample clipping norm τ (SPEC §2.8 [P]: 1)
+    dp_delta: float = 1e-5  # δ of the (ε, δ) recorded for DP-SGD clients (privacy accounting only)
 
-    KEYS = ("epochs", "batch_size", "lr", "momentum", "weight_decay", "augment", "init", "eval_every", "optimizer")
+    KEYS = ("epochs", "batch_size", "lr", "momentum", "weight_decay", "augment", "init", "eval_every", "optimizer",
+            "grad_clip", "dp_sigma", "dp_clip", "dp_delta")
     AUGMENTS = ("auto", "none", "crop_flip", "flip")
     INITS = ("shared", "independent")  # one common initial model (FedAvg protocol), or one draw per client
     OPTIMIZERS = ("sgd", "adam")
@@ -108,14 +121,30 @@ class LocalTraining:
             init=check_choice("local.init", get("init"), list(cls.INITS)),
             eval_every=check_int("local.eval_every", get("eval_every"), minimum=0),
             optimizer=check_choice("local.optimizer", get("optimizer"), list(cls.OPTIMIZERS)),
+            grad_clip=check_float("local.grad_clip", get("grad_clip"), minimum=0.0),
+            dp_sigma=check_float("local.dp_sigma", get("dp_sigma"), minimum=0.0),
+            dp_clip=check_float("local.dp_clip", get("dp_clip"), positive=True),
+            dp_delta=check_delta("local.dp_delta", get("dp_delta")),
         )
 
+    @property
+    def dp(self) -> bool:
+        """Whether local training is DP-SGD (``dp_sigma`` > 0)."""
+        return self.dp_sigma > 0
+
     def as_dict(self) -> dict[str, Any]:
-        """The settings in force, as recorded with results. ``optimizer`` appears only when it is not SGD (the
-        key is younger than the results recorded with SGD, which stay byte-identical; no key = SGD)."""
+        """The settings in force, as recorded with results. Keys younger than the results already recorded appear
+        only when they change something, so those results stay byte-identical: ``optimizer`` only when it is not
+        SGD (no key = SGD), ``grad_clip`` only when > 0 (no key = no clipping), and ``dp_sigma``, ``dp_clip``,
+        ``dp_delta`` only with DP-SGD on (no key = no DP; ``dp_clip`` and ``dp_delta`` are not read without it)."""
         d = asdict(self)
         if d["optimizer"] == "sgd":
             del d["optimizer"]
+        if not d["grad_clip"]:
+            del d["grad_clip"]
+        if not self.dp:
+            for k in ("dp_sigma", "dp_clip", "dp_delta"):
+                del d[k]
         return d
 
 

@@ -15,7 +15,13 @@ kept per client:
 * optimiser: SGD with momentum and weight decay, written on the stacked tensors with torch's update rule
   (``d = g + wd·p``; ``buf = momentum·buf + d``, ``buf = d`` at a client's first step; ``p -= lr·buf``), applied
   only to the clients that took the step;
+* gradient-norm clipping (``grad_clip`` > 0, OFedED SPEC §2.1 [CB]) is per client: each client's total norm
+  over its slice of every stacked gradient, with ``torch.nn.utils.clip_grad_norm_``'s coefficient
+  (:func:`_clip_per_client_`), before weight decay and momentum;
 * BatchNorm running statistics are per client (stacked buffers updated inside ``vmap``).
+
+DP-SGD (``dp_sigma`` > 0, :mod:`osfl.clients.dp`) is not batched: :func:`train_clients` trains such clients
+one by one.
 
 Models with stochastic layers (dropout, as FedMHO's VGG-9) are not batched: their masks come from the device's
 random stream, which ``vmap`` cannot split per client the way the sequential path draws them, so
@@ -40,6 +46,7 @@ from ..accel import Accel
 from ..evaluation import to_float
 from ..models import architecture_key, hookless_copy
 from .augment import augment_batch
+from .dp import check_dp_model
 from .training import TrainResult, prepare_model, train_classifier
 
 
@@ -62,6 +69,17 @@ def _sgd_(params, grads, bufs, rows, *, lr: float, momentum: float, weight_decay
                 p.sub_(lr * d)
             else:
                 p[rows] = sub - lr * d
+
+
+def _clip_per_client_(grads: dict[str, torch.Tensor], max_norm: float) -> None:
+    """Scale each client's row of the stacked ``grads`` (k, ...) in place so that the client's total gradient
+    norm is at most ``max_norm``, as ``torch.nn.utils.clip_grad_norm_`` does for one model: total = ‖(‖g_p‖)_p‖,
+    coefficient max_norm / (total + 1e-6) clamped to 1."""
+    with torch.no_grad():
+        norms = torch.stack([torch.linalg.vector_norm(g.flatten(1), dim=1) for g in grads.values()])  # (P, k)
+        coef = (max_norm / (torch.linalg.vector_norm(norms, dim=0) + 1e-6)).clamp(max=1.0)  # (k,)
+        for g in grads.values():
+            g.mul_(coef.view(-1, *([1] * (g.dim() - 1))))
 
 
 def batchable(model: nn.Module) -> bool:
@@ -90,8 +108,9 @@ class BatchedClients:
         return vmap(one)(params, buffers, x, y)  # (k,) mean CE per client
 
     def step(self, rows: list[int] | None, x: torch.Tensor, y: torch.Tensor, *, lr: float, momentum: float,
-             weight_decay: float, accel: Accel | None = None) -> torch.Tensor:
-        """One SGD step for the clients ``rows`` (None = all) on their batches x (k, B, ...), y (k, B).
+             weight_decay: float, accel: Accel | None = None, grad_clip: float = 0.0) -> torch.Tensor:
+        """One SGD step for the clients ``rows`` (None = all) on their batches x (k, B, ...), y (k, B); with
+        ``grad_clip`` > 0 each client's gradient is clipped to that total norm first.
 
         Returns the detached per-client losses (k,).
         """
@@ -107,6 +126,8 @@ class BatchedClients:
             losses = self._loss(params, buffers, x, y).float()
         grads = torch.autograd.grad(losses.sum(), list(params.values()))
         grads = dict(zip(params.keys(), grads))
+        if grad_clip > 0:
+            _clip_per_client_(grads, grad_clip)
         if rows is None:
             for v in self.params.values():
                 v.requires_grad_(False)
@@ -148,17 +169,24 @@ def train_classifiers_batched(
     on_epoch: Callable[[int, int, float], None] | None = None,
     accel: Accel | None = None,
     optimizer: str = "sgd",
+    grad_clip: float = 0.0,
+    dp_sigma: float = 0.0,
+    dp_clip: float = 1.0,
 ) -> list[TrainResult]:
     """Train ``models`` (same architecture) on their own (x_u8, y) with their own generators, as one batch.
 
     Same contract as :func:`osfl.clients.training.train_classifier` applied to each client;
     ``on_epoch(client, epoch, loss)`` is called for every client after each epoch. The models are updated in
-    place and left in eval mode.
+    place and left in eval mode. DP-SGD (``dp_sigma`` > 0) is refused (``dp_clip`` is accepted so that one
+    set of keyword arguments serves both paths): :func:`train_clients` runs it one by one.
     """
     m = len(models)
     if optimizer != "sgd":
         raise ValueError(f"batched client training implements SGD only, not {optimizer!r}; train_clients runs "
                          "other optimisers one by one")
+    if dp_sigma > 0:
+        raise ValueError("batched client training does not implement DP-SGD (dp_sigma > 0); train_clients runs "
+                         "it one by one")
     if not (m == len(data) == len(gens)):
         raise ValueError(f"models, data and gens must have one entry per client; got {m}, {len(data)}, {len(gens)}")
     state = BatchedClients(models)
@@ -187,7 +215,7 @@ def train_classifiers_batched(
                 ys = torch.stack([batches[k][1] for k in ks])
                 rows = None if len(ks) == m else ks
                 losses = state.step(rows, xs, ys, lr=lr, momentum=momentum, weight_decay=weight_decay,
-                                    accel=accel)
+                                    accel=accel, grad_clip=grad_clip)
                 totals[ks] += losses * size
                 for k in ks:
                     steps[k] += 1
@@ -216,18 +244,27 @@ def train_clients(
     batched: bool,
     on_epoch: Callable[[int, int, float], None] | None = None,
     accel: Accel | None = None,
+    noise_gens: Sequence[torch.Generator] | None = None,
     **hp,
 ) -> tuple[list[TrainResult], list[float]]:
     """Train every client; returns (results, seconds per client), both in the order of ``models``.
 
     ``batched``: clients are grouped by architecture (:func:`osfl.models.architecture_key`) and each group of
     two or more is trained as one batched model; a client alone in its architecture, a client whose model is not
-    :func:`batchable` (dropout), or every client when ``batched`` is False, is trained with
-    :func:`osfl.clients.training.train_classifier`. A group's seconds are
-    shared equally among its clients.
+    :func:`batchable` (dropout), or every client when ``batched`` is False or the training is Adam or DP-SGD,
+    is trained with :func:`osfl.clients.training.train_classifier`. A group's seconds are
+    shared equally among its clients. ``noise_gens``: each client's DP-SGD noise generator (with
+    ``dp_sigma`` > 0; every model is checked for BatchNorm before any client trains).
     """
     accel = accel or Accel()
-    batched = batched and hp.get("optimizer", "sgd") == "sgd"  # the batched step is SGD's; Adam trains one by one
+    dp = hp.get("dp_sigma", 0.0) > 0
+    if dp:
+        if noise_gens is None or len(noise_gens) != len(models):
+            raise ValueError("train_clients: dp_sigma > 0 needs noise_gens, one seeded CPU generator per client")
+        for model in models:
+            check_dp_model(model)
+    # the batched step is SGD's without DP; Adam and DP-SGD train one by one
+    batched = batched and hp.get("optimizer", "sgd") == "sgd" and not dp
     groups: dict = {}
     for k, model in enumerate(models):
         groups.setdefault(architecture_key(model) if batched and batchable(model) else k, []).append(k)
@@ -245,8 +282,9 @@ def train_clients(
             k = ks[0]
             device = data[k][0].device
             cb = None if on_epoch is None else (lambda e, loss, k=k: on_epoch(k, e, loss))
+            noise = {} if noise_gens is None else {"noise_gen": noise_gens[k]}
             results[k] = train_classifier(prepare_model(models[k], accel, device), *data[k], gen=gens[k],
-                                          on_epoch=cb, accel=accel, **hp)
+                                          on_epoch=cb, accel=accel, **noise, **hp)
         for k in ks:
             seconds[k] = (time.perf_counter() - t0) / len(ks)
     return results, seconds

@@ -9,7 +9,8 @@ the seeded draws is part of the contract (the one-shot stage's outputs must not 
    ``derive_seed(seed, "init", arch)``);
 2. :func:`build_cohort`: for each client k, ``seeded_init(derive_seed(seed, "client-init", k))``, one
    model built, then the start state loaded (shared init or global model); its data generator is seeded with
-   ``data_seed(k)``.
+   ``data_seed(k)``, its DP-SGD noise generator with ``derive_seed(data_seed(k), "dp-noise")`` (a second CPU
+   generator, read only with ``local.dp_sigma`` > 0; seeding it draws nothing from any other stream).
 """
 from __future__ import annotations
 
@@ -45,12 +46,14 @@ def initial_states(archs: Sequence[str], shape, num_classes: int, seed: int) -> 
 
 @dataclass
 class Cohort:
-    """Every client's model (on the device), training data (uint8 images, labels) and data generator."""
+    """Every client's model (on the device), training data (uint8 images, labels), data generator and DP-SGD
+    noise generator (None: none given; DP-SGD then refuses to start)."""
 
     archs: list[str]
     models: list[nn.Module]
     data: list[tuple[torch.Tensor, torch.Tensor]]
     gens: list[torch.Generator]
+    noise_gens: list[torch.Generator] | None = None
 
     def __len__(self) -> int:
         return len(self.models)
@@ -61,8 +64,10 @@ def build_cohort(archs: Sequence[str], client_indices: Sequence[Any], x_all: tor
                  data_seed: Callable[[int], int]) -> Cohort:
     """Client k: a ``archs[k]`` model drawn under ``derive_seed(seed, "client-init", k)``, then loaded with
     ``start[archs[k]]`` unless ``start`` is None (``local.init: independent``); its samples
-    ``x_all[client_indices[k]]``; a CPU generator seeded with ``data_seed(k)`` (data order, augmentation)."""
-    models, data, gens = [], [], []
+    ``x_all[client_indices[k]]``; a CPU generator seeded with ``data_seed(k)`` (data order, augmentation) and
+    one seeded with ``derive_seed(data_seed(k), "dp-noise")`` (DP-SGD's noise, SPEC §2.8 [P]), kept apart so
+    that DP leaves the data order and augmentation of the run without it unchanged."""
+    models, data, gens, noise_gens = [], [], [], []
     for k, idx in enumerate(client_indices):
         with seeded_init(derive_seed(seed, "client-init", k)):
             model = build_model(archs[k], shape, num_classes)
@@ -72,14 +77,15 @@ def build_cohort(archs: Sequence[str], client_indices: Sequence[Any], x_all: tor
         idx_t = torch.from_numpy(np.asarray(idx)).to(device)
         data.append((x_all[idx_t], y_all[idx_t]))
         gens.append(torch.Generator().manual_seed(data_seed(k)))
-    return Cohort(list(archs), models, data, gens)
+        noise_gens.append(torch.Generator().manual_seed(derive_seed(data_seed(k), "dp-noise")))
+    return Cohort(list(archs), models, data, gens, noise_gens)
 
 
 def local_hparams(local, epochs: int, augment: str, accel: Accel, eval_fn=None, eval_every: int = 0) -> dict:
     """The keyword arguments of :func:`osfl.clients.batched.train_clients` for ``local`` (LocalTraining)."""
     return dict(epochs=epochs, batch_size=local.batch_size, lr=local.lr, momentum=local.momentum,
                 weight_decay=local.weight_decay, optimizer=local.optimizer, augment=augment, eval_fn=eval_fn, eval_every=eval_every,
-                accel=accel)
+                accel=accel, grad_clip=local.grad_clip, dp_sigma=local.dp_sigma, dp_clip=local.dp_clip)
 
 
 def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bool, desc: str = "",
@@ -87,16 +93,20 @@ def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bo
     """Train every client of ``cohort`` in place (batched when ``runtime`` allows and there are two or more).
 
     Returns (results, seconds per client, batched: every client went through the batched path; clients whose
-    model has dropout train one by one). A progress bar counts client-epochs; with ``live`` (a folder), each
-    client's loss per epoch is logged there with dvclive as it happens (:class:`osfl.live.ClientsLive`).
+    model has dropout train one by one, and so do all clients with Adam or DP-SGD). A progress bar counts
+    client-epochs; with ``live`` (a folder), each client's loss per epoch is logged there with dvclive as it
+    happens (:class:`osfl.live.ClientsLive`).
     """
     n = len(cohort)
+    dp = hp.get("dp_sigma", 0.0) > 0  # train_clients refuses BatchNorm models before any client trains
     bar = tqdm(total=hp["epochs"] * n, desc="local training", disable=not progress, mininterval=1.0,
                unit="epoch")
-    want = hp["accel"].batched(device) and n > 1 and hp.get("optimizer", "sgd") == "sgd"  # batched: SGD only
+    # batched: SGD without DP only
+    want = hp["accel"].batched(device) and n > 1 and hp.get("optimizer", "sgd") == "sgd" and not dp
     with_dropout = sum(not batchable(m) for m in cohort.models)  # trained one by one (clients/batched.py)
     batched = want and not with_dropout
-    how = ("batched" if batched else "one by one" if not want or with_dropout == n
+    how = ("one by one (DP-SGD, not batched)" if dp else "batched" if batched
+           else "one by one" if not want or with_dropout == n
            else f"batched, {with_dropout} with dropout one by one")
     bar.set_description(f"{desc}{n} clients {how}")
     logger = None if live is None else ClientsLive(live, n)
@@ -109,7 +119,7 @@ def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bo
 
     try:
         results, seconds = train_clients(cohort.models, cohort.data, cohort.gens, batched=want, **hp,
-                                         on_epoch=on_epoch)
+                                         on_epoch=on_epoch, noise_gens=cohort.noise_gens)
     finally:
         bar.close()
         if logger is not None:

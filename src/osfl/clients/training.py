@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from ..accel import Accel
 from ..evaluation import to_float
 from .augment import augment_batch
+from .dp import check_dp_model, dp_sgd_grads
 
 
 @dataclass
@@ -44,6 +45,10 @@ def train_classifier(
     on_epoch: Callable[[int, float], None] | None = None,
     accel: Accel | None = None,
     optimizer: str = "sgd",
+    grad_clip: float = 0.0,
+    dp_sigma: float = 0.0,
+    dp_clip: float = 1.0,
+    noise_gen: torch.Generator | None = None,
 ) -> TrainResult:
     """SGD (``momentum``, ``weight_decay``) or, with ``optimizer="adam"``, Adam (``lr``, ``weight_decay``; torch's
     default betas) + cross-entropy for ``epochs`` passes over (x_u8, y); all tensors on the model's device.
@@ -53,8 +58,21 @@ def train_classifier(
     and after the last epoch when ``eval_every > 0``. ``accel`` (:class:`osfl.accel.Accel`) switches on bf16
     autocast for the forward pass and loss, and channels-last input batches on CUDA (the caller converts the
     model, see :func:`prepare_model`).
+
+    ``grad_clip`` > 0 clips each step's total gradient norm to it (``torch.nn.utils.clip_grad_norm_``) before
+    the optimiser's weight decay and momentum: Co-Boosting's local training, clip 10 (OFedED SPEC §2.1 [CB]).
+    ``dp_sigma`` > 0 makes each step DP-SGD (SPEC §2.8 [P]): the gradient is
+    :func:`osfl.clients.dp.dp_sgd_grads` (per-sample clipping to ``dp_clip``, Gaussian noise of multiplier
+    ``dp_sigma`` drawn from ``noise_gen``, a seeded CPU generator apart from ``gen``), then ``grad_clip`` if set,
+    then the optimiser's update. Models with BatchNorm cannot take per-sample gradients (ConfigError).
     """
     accel = accel or Accel()
+    dp = dp_sigma > 0
+    if dp:
+        check_dp_model(model)
+        if noise_gen is None:
+            raise ValueError("train_classifier: dp_sigma > 0 needs noise_gen, a seeded CPU torch.Generator")
+        named = dict(getattr(model, "_orig_mod", model).named_parameters())
     channels_last = accel.channels_last and x_u8.device.type == "cuda"
     if optimizer == "adam":
         opt = torch.optim.Adam(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -74,10 +92,19 @@ def train_classifier(
             xb = augment_batch(to_float(x_u8[idx]), augment, gen)
             if channels_last:
                 xb = xb.contiguous(memory_format=torch.channels_last)
-            with accel.autocast(xb.device):
-                loss = F.cross_entropy(model(xb), y[idx])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
+            if dp:
+                grads, loss = dp_sgd_grads(model, xb, y[idx], dp_clip, dp_sigma, noise_gen,
+                                           autocast=accel.autocast(xb.device), return_loss=True)
+                opt.zero_grad(set_to_none=True)
+                for name, g in grads.items():
+                    named[name].grad = g
+            else:
+                with accel.autocast(xb.device):
+                    loss = F.cross_entropy(model(xb), y[idx])
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+            if grad_clip > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             opt.step()
             total += loss.detach() * len(idx)
             count += len(idx)

@@ -22,6 +22,9 @@ DEFAULT_LAYERS = {
     "cnn3": ["features.2", "features.5", "features.7"],
     "cnn3_bn": ["features.3", "features.7", "features.10"],
     "cnn2": ["features.3", "features.7"],
+    # SPEC §2.3 [P] for Table 2: J = 4, the outputs of layer1 .. layer3 and layer4 after global average pooling
+    # (give condense.iterations four entries: [P] 100, 100, 100, 200)
+    "resnet18": ["layer1", "layer2", "layer3", "pool"],
 }
 
 
@@ -37,8 +40,10 @@ class Condensation:
     init_mean: float = 0.5
     init_std: float = 0.5
     layers: dict[str, list[str]] = field(default_factory=lambda: {k: list(v) for k, v in DEFAULT_LAYERS.items()})
+    noise: float = 0.0  # Fig. 3: σ of Gaussian noise on the uploaded images (normalised units) [P]; 0 = none [S]
 
-    KEYS = ("ipc", "iterations", "lr", "momentum", "real_batch", "augment", "init", "init_mean", "init_std", "layers")
+    KEYS = ("ipc", "iterations", "lr", "momentum", "real_batch", "augment", "init", "init_mean", "init_std", "layers",
+            "noise")
 
     @classmethod
     def from_params(cls, section: Mapping[str, Any] | None, key: str = "condense") -> "Condensation":
@@ -73,7 +78,8 @@ class Condensation:
                    real_batch=check_int(f"{key}.real_batch", get("real_batch"), minimum=1), augment=augment,
                    init=check_choice(f"{key}.init", get("init"), list(INITS)),
                    init_mean=check_float(f"{key}.init_mean", get("init_mean"), minimum=0.0),
-                   init_std=check_float(f"{key}.init_std", get("init_std"), minimum=0.0), layers=layers)
+                   init_std=check_float(f"{key}.init_std", get("init_std"), minimum=0.0), layers=layers,
+                   noise=check_float(f"{key}.noise", get("noise"), minimum=0.0))
 
     def layers_for(self, arch: str, key: str = "condense") -> list[str]:
         """v_1 .. v_J of ``arch``; fails naming the key when the params give none, or a count other than the

@@ -25,7 +25,8 @@ PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
     "ofeded": {
         "datasets": None, "splits": None, "seeds": None, "columns": None, "s_columns": None,
         "condense": ("ipc", "iterations", "lr", "momentum", "real_batch", "augment", "init", "init_mean", "init_std",
-                     "layers"),
-        "cost": ("fedavg_rounds", "resnet"), "figure_split": None,
+                     "layers", "noise"),
+        "cost": ("fedavg_rounds", "resnet"), "figure_split": None, "dp_sigmas": None, "variants": None,
+        "resnet": ("model", "condense", "columns", "s_columns"),
     },
 }

@@ -17,7 +17,12 @@ What builds each artifact (issue 17, being built):
   (``cost.fedavg_rounds``), not a run;
 * Fig. 2(a) from the teacher curves the ``--track-teacher`` columns logged (``train/teacher_acc.tsv``), Fig. 2(c)
   from the columns with a ``student`` beside the clients' own architecture, both at ``figure_split``;
-* Table 2, Figs. 2(b) and 3: not built yet (listed as such); Fig. 1 is a schematic.
+* Table 2 from the runs ``results/<run>-<resnet.model>/runs/<method>.json`` (ResNet-18 clients and server on the
+  run's partition; Local = the uniform ensemble): the paper's CIFAR-10 rows, then ours per dataset and split (Δ only
+  where our dataset is the paper's);
+* Figs. 2(b) and 3 from the ``variants`` (``results/<run>/runs/ofeded-<id>.json``) at ``figure_split``: accuracy
+  against IPC (the main OFedED run is the point at ``condense.ipc``), and against σ per noise series (images,
+  gradients, both), the main run drawn as the no-noise reference; Fig. 1 is a schematic.
 """
 from __future__ import annotations
 
@@ -143,6 +148,114 @@ def student_claims(numbers: dict) -> list[tuple[str, str]]:
                         f"{best} {vals[best]:.2f})"))
     return out
 
+
+def table2(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
+    """Table 2: the paper's rows (CIFAR-10, by α), then ours per dataset and split with ResNet-18 clients."""
+    paper, paper_std = load_published_table(art), load_published_table(art, "std")
+    resnet = params.get("resnet") or {}
+    entries = [{"id": e["method"], "paper": e["paper"]}
+               for e in list(resnet.get("columns") or []) + list(resnet.get("s_columns") or [])]
+    runs = read_runs(Path(results_root), params, entries, suffix=f"-{resnet.get('model', 'resnet18')}")
+    rows = {f"paper: CIFAR-10, α = {a}": {c: vs_paper([], paper.loc[a, c], paper_std.loc[a, c]).split(" / ", 1)[1]
+                                           for c in paper.columns} for a in paper.index}
+    done = 0
+    for (ds, split), by_id in runs.items():
+        alpha = split.removeprefix("dir")
+        same = ds == "cifar10" and alpha in paper.index
+        row = {}
+        for e in entries:
+            vals = [r["acc_final"] for r in by_id.get(e["id"], [])]
+            done += bool(vals)
+            if same:
+                row[e["paper"]] = vs_paper(vals, paper.loc[alpha, e["paper"]], paper_std.loc[alpha, e["paper"]])
+            else:
+                row[e["paper"]] = format_spread(vals) if vals else MARKDOWN_NA
+        rows[f"ours: {_panel_title(ds, split)}"] = row
+    df = pd.DataFrame.from_dict(rows, orient="index", columns=list(paper.columns), dtype=object).fillna(MARKDOWN_NA)
+    df.index.name = "Run"
+    return df, done
+
+
+def variant_points(params: dict, results_root: Path, figure: str) -> dict:
+    """Per dataset at ``figure_split``: {series: {x: mean final accuracy over seeds}} of the ``variants`` drawn in
+    ``figure`` ("2b" or "3"), and "reference": the main OFedED run's mean (None where it did not run)."""
+    split = params.get("figure_split")
+    chosen = [v for v in params.get("variants") or [] if str(v.get("figure")) == figure]
+    main = next((e for e in params.get("s_columns") or [] if e.get("method") == "ofeded" and not e.get("tag")), None)
+    entries = [{"id": f"ofeded-{v['id']}"} for v in chosen] + ([{"id": main["id"]}] if main else [])
+    runs = read_runs(Path(results_root), {**params, "splits": [split]}, entries)
+    out = {}
+    for (ds, _), by_id in runs.items():
+        series: dict[str, dict[float, float]] = {}
+        for v in chosen:
+            vals = [r["acc_final"] for r in by_id.get(f"ofeded-{v['id']}", [])]
+            if vals:
+                series.setdefault(str(v["series"]), {})[float(v["x"])] = float(np.mean(vals))
+        ref = [r["acc_final"] for r in by_id.get(main["id"], [])] if main else []
+        ipcs = {json.loads(f.read_text())["settings"]["ipc"] for seed in params.get("seeds") or [0]
+                if (f := Path(results_root) / run_name(ds, split, seed) / "distilled.json").is_file()}
+        out[ds] = {"series": series, "reference": float(np.mean(ref)) if ref else None,
+                   "ipc": float(ipcs.pop()) if len(ipcs) == 1 else None}  # the main runs' IPC (as they ran)
+    return out
+
+
+def ipc_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, str]]]:
+    """Fig. 2(b): OFedED's accuracy against IPC (the variants, and the main run at the IPC its distilled.json
+    records); the claim that IPC = 2 is best."""
+    panels, verdicts = {}, []
+    for ds, pts in variant_points(params, results_root, "2b").items():
+        curve = dict(pts["series"].get("OFedED", {}))
+        if pts["reference"] is not None and pts["ipc"] is not None:
+            curve[pts["ipc"]] = pts["reference"]
+        title = _panel_title(ds, params.get("figure_split"))
+        if len(curve) < 2:
+            panels[title] = None
+            continue
+        xs = sorted(curve)
+        panels[title] = ({"OFedED": (xs, [curve[x] for x in xs])}, {})
+        best = max(xs, key=curve.get)
+        if 2.0 in curve:
+            verdicts.append((f"{title}: IPC = 2 gives OFedED's best accuracy (Fig. 2(b))",
+                             f"{'holds' if curve[2.0] >= curve[best] else 'does not hold'} (IPC 2: {curve[2.0]:.2f}; best IPC "
+                             f"{best:g}: {curve[best]:.2f}; {len(xs)} IPC values)"))
+    return panels, verdicts
+
+
+def dp_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, str]]]:
+    """Fig. 3: OFedED's accuracy against σ per noise series, the no-noise run as a reference line; the claims that
+    every setting degrades and gradient noise (and both together) cost more than image noise."""
+    panels, verdicts = {}, []
+    for ds, pts in variant_points(params, results_root, "3").items():
+        title = _panel_title(ds, params.get("figure_split"))
+        series = {name: (sorted(c), [c[x] for x in sorted(c)]) for name, c in pts["series"].items()}
+        if not series:
+            panels[title] = None
+            continue
+        ref = pts["reference"]
+        panels[title] = (series, {} if ref is None else {"no noise": ref})
+        if ref is not None:
+            worse = [(n, x, y) for n, (xs, ys) in series.items() for x, y in zip(xs, ys)]
+            verdicts.append((f"{title}: every noise setting lowers accuracy (Fig. 3)",
+                             f"{'holds' if all(y < ref for _, _, y in worse) else 'does not hold'} (no noise "
+                             f"{ref:.2f}; {sum(y < ref for _, _, y in worse)} of {len(worse)} noisy runs below)"))
+        drop = {n: float(np.mean(ys)) for n, (xs, ys) in series.items()}
+        if "images" in drop and "gradients" in drop:
+            verdicts.append((f"{title}: noise on the gradients costs more than noise on the images (Fig. 3)",
+                             f"{'holds' if drop['gradients'] < drop['images'] else 'does not hold'} (mean over σ: "
+                             f"gradients {drop['gradients']:.2f}, images {drop['images']:.2f})"))
+        if "both" in drop and len(drop) > 1:
+            low = min(drop, key=drop.get)
+            verdicts.append((f"{title}: noise on both gives the largest drop (Fig. 3)",
+                             f"{'holds' if low == 'both' else 'does not hold'} (mean over σ: "
+                             + ", ".join(f"{n} {v:.2f}" for n, v in drop.items()) + ")"))
+    return panels, verdicts
+
+
+DP_NOTE = ("Noise on the images: each client adds N(0, σ²) to its distilled images once before the upload, σ in the "
+           "mean = std = 0.5 normalised pixel space (σ/2 in [0, 1] pixels). Noise on the gradients: the clients train "
+           "with DP-SGD (per-sample gradients clipped to τ = 1, Gaussian noise with noise multiplier σ, i.e. standard "
+           "deviation στ on the summed clipped gradients; SPEC §2.8 [P]); each client's ε at δ = 1e-5 is in "
+           "results/<run>-dpg<σ>/clients.json. Both: the DP-SGD clients and the noisy images. ")
 
 SCHEMATICS = {"fig1": "a schematic (the framework): no data"}
 #: Fig. 2's series: the paper's method name -> our method (the run of ``columns``/``s_columns`` with that method)
@@ -375,6 +488,32 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                                               "(ours; mean final accuracy over seeds)")
                 status[art.id] = f"{sum(bool(v) for v in panels.values())} panels run"
                 verdicts += student_claims(numbers)
+            else:
+                status[art.id] = "no run yet"
+        elif art.id == "table2":
+            cells, done = table2(params, Path(results_root), art)
+            if done:
+                written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
+                                       f"tab:{art.id}-vs-paper",
+                                       notes=ACC_CELLS + "Ours: ResNet-18 clients and server on the run's partition; "
+                                       "Local = the clients' uniform ensemble, evaluated directly. The paper's rows "
+                                       "are CIFAR-10; Δ only where we ran the same dataset. " + seeds_note)
+                status[art.id], metrics[art.id] = f"{done} cells run", {"cells_run": done}
+            else:
+                status[art.id] = "no run yet"
+        elif art.id in ("fig2b", "fig3"):
+            if art.id == "fig2b":
+                panels, claims_ = ipc_panels(params, Path(results_root))
+                title, xlabel, note = "OFedED's accuracy against images per class", "IPC", None
+            else:
+                panels, claims_ = dp_panels(params, Path(results_root))
+                title, xlabel, note = "OFedED's accuracy with Gaussian noise", "Noise level σ", DP_NOTE
+            if any(v is not None for v in panels.values()):
+                written += curve_panels(panels, out / art.id, suptitle=f"{art.label}: {title} (ours; mean over "
+                                        "seeds)", xlabel=xlabel, ylabel="Top-1 test accuracy (%)")
+                status[art.id] = f"{sum(v is not None for v in panels.values())} panels run" + (
+                    f". {note}" if note else "")
+                verdicts += claims_
             else:
                 status[art.id] = "no run yet"
         elif art.id in SCHEMATICS:

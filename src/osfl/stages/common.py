@@ -25,6 +25,7 @@ class ExperimentPaths:
     dataset: str
     data_root: str = "data/prepared"
     partition_of: str | None = None  # another experiment whose partition this one reuses (--partition-of)
+    clients_of: str | None = None  # another experiment whose client uploads this one reads (--clients-of)
 
     @property
     def prepared(self) -> Path:
@@ -36,7 +37,11 @@ class ExperimentPaths:
 
     @property
     def clients(self) -> Path:
-        return Path("models") / self.name / "clients"
+        return Path("models") / (self.clients_of or self.name) / "clients"
+
+    def uploads(self, name: str) -> Path:
+        """A second upload's folder of this experiment (models/<name>/<upload>: OFedED's distilled sets)."""
+        return Path("models") / self.name / name
 
     def global_model(self, method: str) -> Path:
         return Path("models") / self.name / "global" / method
@@ -62,6 +67,9 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--partition-of", default=None, metavar="EXPERIMENT",
                    help="read the client partition of another experiment (e.g. heterogeneous clients on the "
                         "homogeneous run's split)")
+    p.add_argument("--clients-of", default=None, metavar="EXPERIMENT",
+                   help="read the client uploads of another experiment (e.g. OFedED's DP-SGD-trained clients for a "
+                        "variant whose results stay with the main run)")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     return p
 
@@ -222,7 +230,8 @@ def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
     # every stage pins its threads, deterministic algorithms and device before any work (runtime.threads/device)
     cfg["device"] = apply_execution(cfg["runtime"].threads, cfg["runtime"].device)
     return params, cfg, ExperimentPaths(args.experiment, cfg["dataset"].name,
-                                        getattr(args, "data_root", "data/prepared"), getattr(args, "partition_of", None))
+                                        getattr(args, "data_root", "data/prepared"), getattr(args, "partition_of", None),
+                                        getattr(args, "clients_of", None))
 
 
 def load_data(paths: ExperimentPaths, cfg: dict):
@@ -230,6 +239,15 @@ def load_data(paths: ExperimentPaths, cfg: dict):
     from ..data import load_prepared
 
     return load_prepared(require_input(paths.prepared, "prepare"), allow_stand_in=cfg["profile"].stand_in_data)
+
+
+def check_upload_name(name: str, key: str = "--distilled") -> str:
+    """A second upload's folder name: one path component of letters, digits, '-', '_' or '.'."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name or ""):
+        raise ConfigError(key, f"{name!r} is not a folder name (letters, digits, '-', '_', '.'), e.g. distilled-ipc5")
+    return name
 
 
 def require_input(path: Path, stage: str) -> Path:

@@ -7,6 +7,12 @@ layer-wise distribution matching against every member (:func:`osfl.condense.dist
 (``distilled_set``: ``images`` float32 in the models' input space, ``labels`` int64) and
 results/<run>/distilled.json (per client: classes, images, first and last matching loss, seconds), so a change on
 the server side never re-runs this stage. Client k's randomness comes from ``derive_seed(seed, "condense", k)``.
+
+A variant (OFedED's Fig. 2(b) IPC sweep, Fig. 3's noise) writes another folder, ``--distilled NAME``
+(models/<run>/<NAME>/, results/<run>/<NAME>.json), and may read another experiment's clients (``--clients-of``).
+With ``condense.noise`` = σ > 0 each client adds Gaussian noise to its distilled images once, before the upload
+(Fig. 3's "noise on the synthetic images"; SPEC §2.8 [P]: σ an absolute standard deviation in the mean = std =
+0.5 normalised pixel space, so σ/2 in our [0, 1] pixels), drawn from ``derive_seed(seed, "condense-noise", k)``.
 """
 from __future__ import annotations
 
@@ -26,13 +32,16 @@ from ..evaluation import to_float
 from ..partition import load_partition
 from ..profiles import scaled
 from ..runtime import derive_seed, device_info, write_json
-from .common import load_config, load_data, parser, require_input, run_stage
+from .common import check_upload_name, load_config, load_data, parser, require_input, run_stage
 
 
 def main(argv=None) -> None:
     p = parser(__doc__)
     p.add_argument("--count-flops", action="store_true",
                    help="count each client's matching FLOPs (torch's FlopCounterMode) into distilled.json")
+    p.add_argument("--distilled", default="distilled", metavar="NAME",
+                   help="the upload folder written: models/<experiment>/NAME/ and results/<experiment>/NAME.json "
+                        "(default: distilled; a variant names its own)")
     run_stage(_run, p, argv)
 
 
@@ -55,7 +64,7 @@ def _run(args) -> None:
     pt.verify(data.y_train)
     x_all = torch.from_numpy(data.x_train).to(device)
     y_all = torch.from_numpy(data.y_train).long().to(device)
-    out = paths.clients.parent / "distilled"
+    out = paths.uploads(check_upload_name(args.distilled))
     if out.exists():
         shutil.rmtree(out)
     summary, t0 = [], time.perf_counter()
@@ -75,7 +84,11 @@ def _run(args) -> None:
                         init_std=settings.init_std)
             except FloatingPointError as e:
                 raise ConfigError("condense.lr", f"client {k}: {e}") from None
-            arrays = {"images": res.images.cpu().numpy().astype(np.float32),
+            images = res.images
+            if settings.noise > 0:  # Fig. 3: Gaussian noise on the uploaded images (σ in normalised units)
+                g = torch.Generator().manual_seed(derive_seed(seed, "condense-noise", k))
+                images = images + (0.5 * settings.noise) * torch.randn(images.shape, generator=g).to(images.device)
+            arrays = {"images": images.cpu().numpy().astype(np.float32),
                       "labels": res.labels.cpu().numpy().astype(np.int64)}
             write_upload(out, k, "distilled_set",
                          {"n_samples": int(len(idx)), "label_histogram": [int(c) for c in pt.class_counts[k]],
@@ -92,11 +105,11 @@ def _run(args) -> None:
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
-    record = {"settings": settings.as_dict(), "iterations_run": iterations, "layers": layers, "ensemble": archs[0],
+    record = {"settings": settings.as_dict(), "clients_dir": str(paths.clients), "iterations_run": iterations, "layers": layers, "ensemble": archs[0],
               "members": [u.client_id for u in uploads], "profile": profile.name, "clients": summary,
               "seconds": round(seconds, 3), "runtime": device_info(device)}
     write_json(out / "index.json", record)
-    write_json(paths.results / "distilled.json", record)
+    write_json(paths.results / f"{args.distilled}.json", record)
     print(f"condensed {len(summary)} clients ({sum(s['images'] for s in summary)} images) in {seconds:.1f} s")
 
 

@@ -16,8 +16,8 @@ from ..evaluation import uploads_ensemble, voting_predictor
 from ..live import LiveRun
 from ..protocols.one_shot import build_context, make_method, run_method
 from ..runtime import derive_seed, device_info, save_state_dict, write_json
-from .common import (load_config, load_data, parser, require_input, run_name, run_stage, stand_in_sizes, subset,
-                     test_tensors)
+from .common import (check_upload_name, load_config, load_data, parser, require_input, run_name, run_stage,
+                     stand_in_sizes, subset, test_tensors)
 
 
 def main(argv=None) -> None:
@@ -27,6 +27,9 @@ def main(argv=None) -> None:
     p.add_argument("--parts", default="", metavar="A,B",
                    help="read the uploads of these parts of the setting (models/<exp>/clients/<part>/, stage "
                         "train_part) instead of models/<exp>/clients/")
+    p.add_argument("--distilled", default="distilled", metavar="NAME",
+                   help="the clients' second upload a method that reads distilled sets uses: models/<experiment>/NAME/ "
+                        "(stage condense; default: distilled)")
     p.add_argument("--track-teacher", action="store_true",
                    help="also record the teacher's (the clients' ensemble's) test accuracy each server epoch "
                         "(curve field teacher_acc; methods that declare tracks_teacher: coboost, dense, ofeded)")
@@ -97,7 +100,7 @@ def _run(args) -> None:
     data = load_data(paths, cfg)
     uploads, clients_dir = read_cohort(paths.clients, getattr(args, "parts", ""))
     # a two-transmission round: the clients' second upload (OFedED's distilled sets, stage condense)
-    distilled_dir = paths.clients.parent / "distilled"
+    distilled_dir = paths.uploads(check_upload_name(getattr(args, "distilled", "distilled")))
     distilled = read_uploads(require_input(distilled_dir, "condense")) if method.reads_distilled else []
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
     name = run_name(args)

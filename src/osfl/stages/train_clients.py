@@ -9,6 +9,7 @@ import torch
 
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
+from ..clients.dp import dp_record
 from ..config import scaled_epochs
 from ..cost.counter import spent
 from ..evaluation import accuracy
@@ -65,8 +66,12 @@ def _run(args) -> None:
                                    "runtime": {**device_info(device), **accel.in_force(device)},
                                    "seconds": seconds})
     flops = {} if cost.flops is None else {"train_flops": cost.flops}  # all clients, local training only
+    # DP-SGD clients (SPEC §2.8 [P]): σ, τ, δ and each client's ε (opacus' RDP accountant); no entry without DP
+    dp = {} if not local.dp else {"dp": dp_record(local, [r.steps for r in results],
+                                                  [len(idx) for idx in part.client_indices])}
     write_json(paths.results / "clients.json", {
         **flops,
+        **dp,
         "local_acc_mean": float(np.mean([s["local_test_acc"] for s in summary])),
         "local_acc_min": float(np.min([s["local_test_acc"] for s in summary])),
         "local_acc_max": float(np.max([s["local_test_acc"] for s in summary])),
@@ -75,7 +80,9 @@ def _run(args) -> None:
     })
     print(f"trained {len(summary)} clients x {epochs} epochs on {device} "
           f"({'batched' if batched else 'one by one'}) in {seconds:.1f} s "
-          f"({seen / max(seconds, 1e-9):.0f} samples/s)")
+          f"({seen / max(seconds, 1e-9):.0f} samples/s)"
+          + (f"; DP-SGD sigma {local.dp_sigma}, max epsilon {dp['dp']['epsilon_max']:.3g} "
+             f"(delta {local.dp_delta})" if dp else ""))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,74 @@
+"""Stage `project@<run>`: MA-Echo's client-side statistic (:mod:`osfl.clients.projections`) as an upload of its own.
+
+Each client of ``--experiment`` (its uploads under models/<run>/clients/, or ``--clients-of``'s) computes one
+projection matrix per layer from its own training data and its trained model, and uploads its model again with
+them (payload ``projections``), to models/<--out>/clients/: the MA-Echo column then runs the server with
+``--clients-of <--out>``, so the other columns' uploads stay small and a change here re-runs MA-Echo only. The batch
+order of client k comes from ``derive_seed(seed, "projections", k)`` (the official loader shuffles). Writes
+results/<run>/projections.json (per client: layers, matrix sizes, upload bytes, seconds).
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..clients.projections import layer_projections
+from ..clients.upload import read_uploads, write_upload
+from ..errors import ConfigError
+from ..evaluation import to_float
+from ..partition import load_partition
+from ..runtime import derive_seed, device_info, write_json
+from .common import check_upload_name, load_config, load_data, parser, require_input, run_stage
+
+
+def main(argv=None) -> None:
+    p = parser(__doc__)
+    p.add_argument("--out", required=True, metavar="EXPERIMENT",
+                   help="write the uploads with projections to models/EXPERIMENT/clients/ (e.g. <run>-maecho)")
+    run_stage(_run, p, argv)
+
+
+def _run(args) -> None:
+    params, cfg, paths = load_config(args)
+    seed, device = cfg["seed"], cfg["device"]
+    out = Path("models") / check_upload_name(args.out, "--out") / "clients"
+    if out.resolve() == paths.clients.resolve():
+        raise ConfigError("--out", f"{args.out!r} would overwrite the uploads it reads ({paths.clients})")
+    uploads = [u for u in read_uploads(require_input(paths.clients, "train_clients")) if u.kind == "classifier"]
+    if not uploads:
+        raise ConfigError("input", f"{paths.clients} holds no classifier uploads")
+    data = load_data(paths, cfg)
+    pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
+    pt.verify(data.y_train)
+    if len(pt.client_indices) != len(uploads):
+        raise ConfigError("input", f"{len(uploads)} uploads for {len(pt.client_indices)} clients of the partition")
+    x_all = torch.from_numpy(data.x_train).to(device)
+    if out.exists():
+        shutil.rmtree(out)
+    summary, t0 = [], time.perf_counter()
+    for u in tqdm(uploads, desc="MA-Echo projections", disable=args.no_progress, unit="client"):
+        t = time.perf_counter()
+        k = u.client_id
+        idx = torch.from_numpy(np.asarray(pt.client_indices[k])).to(device)
+        model = u.build_model(device)
+        proj = layer_projections(model, to_float(x_all[idx]),
+                                 generator=torch.Generator().manual_seed(derive_seed(seed, "projections", k)))
+        manifest = {key: v for key, v in u.manifest.items() if key not in ("client_id", "kind", "files")}
+        write_upload(out, k, "classifier", manifest, tensors={"state_dict": u.state_dict(), "projections": proj})
+        summary.append({"client": k, "layers": {n: list(p.shape) for n, p in proj.items()},
+                        "projection_bytes": sum(p.numel() * p.element_size() for p in proj.values()),
+                        "seconds": round(time.perf_counter() - t, 3)})
+    seconds = time.perf_counter() - t0
+    write_json(paths.results / "projections.json",
+               {"clients_dir": str(paths.clients), "out": str(out), "clients": summary, "seconds": round(seconds, 3),
+                "runtime": device_info(device)})
+    print(f"projections of {len(summary)} clients in {seconds:.1f} s -> {out}")
+
+
+if __name__ == "__main__":
+    main()
