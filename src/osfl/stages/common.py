@@ -230,8 +230,8 @@ def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
     # every stage pins its threads, deterministic algorithms and device before any work (runtime.threads/device)
     cfg["device"] = apply_execution(cfg["runtime"].threads, cfg["runtime"].device)
     return params, cfg, ExperimentPaths(args.experiment, cfg["dataset"].name,
-                                        getattr(args, "data_root", "data/prepared"), getattr(args, "partition_of", None),
-                                        getattr(args, "clients_of", None))
+                                        getattr(args, "data_root", "data/prepared"),
+                                        getattr(args, "partition_of", None), getattr(args, "clients_of", None))
 
 
 def load_data(paths: ExperimentPaths, cfg: dict):

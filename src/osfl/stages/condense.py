@@ -105,7 +105,8 @@ def _run(args) -> None:
     finally:
         bar.close()
     seconds = time.perf_counter() - t0
-    record = {"settings": settings.as_dict(), "clients_dir": str(paths.clients), "iterations_run": iterations, "layers": layers, "ensemble": archs[0],
+    record = {"settings": settings.as_dict(), "clients_dir": str(paths.clients), "iterations_run": iterations,
+              "layers": layers, "ensemble": archs[0],
               "members": [u.client_id for u in uploads], "profile": profile.name, "clients": summary,
               "seconds": round(seconds, 3), "runtime": device_info(device)}
     write_json(out / "index.json", record)
