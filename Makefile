@@ -43,6 +43,7 @@ bench: install
 	$(BIN)/python benchmarks/bench_local_training.py
 	$(BIN)/python benchmarks/bench_generator.py
 	$(BIN)/python benchmarks/bench_fedhydra_run.py
+	$(BIN)/python benchmarks/bench_matching.py
 
 dag: install
 	dvc dag --md

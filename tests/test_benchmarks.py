@@ -38,3 +38,10 @@ def test_fedhydra_run_benchmark(tmp_path):
         assert row[path]["local_s"] > 0 and row[path]["server_s"] > 0
         assert 0 <= row[path]["final_acc"] <= 100
     assert set(row["speedup"]) == {"local_s", "server_s", "total_s"}
+
+
+def test_matching_benchmark(tmp_path):
+    row = bench("bench_matching", tmp_path, "--arch", "lenet5", "--classes", "3", "--per-class", "8",
+                "--members", "2", "--steps", "1")
+    assert row["reference_s_per_step"] > 0 and row["fast_s_per_step"] > 0
+    assert row["first_loss_fast"] == pytest.approx(row["first_loss_reference"], rel=1e-5)

@@ -79,6 +79,49 @@ def _eval_mode(models: Sequence[nn.Module]):
             m.train(t)
 
 
+def _class_means(feature: torch.Tensor, segment: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
+    """(classes, D): the mean of ``feature``'s rows per class, rows labelled by ``segment`` (0 .. classes − 1)."""
+    sums = torch.zeros((len(counts), feature.shape[1]), dtype=feature.dtype, device=feature.device)
+    return sums.index_add(0, segment, feature) / counts[:, None]
+
+
+def _step_loss(feats: Sequence[LayerFeatures], reals: list[torch.Tensor], mines: list[torch.Tensor],
+               active: Sequence[int]) -> torch.Tensor:
+    """Σ_θ Σ_{q ∈ active} Σ_c ‖mean h_θ^q(real_c) − mean h_θ^q(syn_c)‖²: every class's (augmented) batch goes
+    through a network in ONE forward (the networks are in eval mode, so a sample's features do not depend on the
+    rest of its batch), and the per-class means are taken by segment. Equal to a loop over classes."""
+    device = reals[0].device
+    n_real = torch.tensor([len(r) for r in reals], device=device)
+    n_syn = torch.tensor([len(m) for m in mines], device=device)
+    seg_real = torch.repeat_interleave(torch.arange(len(reals), device=device), n_real)
+    seg_syn = torch.repeat_interleave(torch.arange(len(mines), device=device), n_syn)
+    real, mine = torch.cat(reals), torch.cat(mines)
+    loss = torch.zeros((), device=device)
+    for f in feats:
+        with torch.no_grad():
+            fr = f(real)
+        fs = f(mine)
+        for q in active:
+            diff = _class_means(fr[q], seg_real, n_real) - _class_means(fs[q], seg_syn, n_syn)
+            loss = loss + (diff ** 2).sum()
+    return loss
+
+
+def _step_loss_per_class(feats: Sequence[LayerFeatures], reals: list[torch.Tensor], mines: list[torch.Tensor],
+                         active: Sequence[int]) -> torch.Tensor:
+    """The same loss with one forward per (class, network): the structure of the DM/DC reference code, kept as the
+    reference the batched path is tested and benchmarked against (``batch_classes=False``)."""
+    loss = torch.zeros((), device=reals[0].device)
+    for real, mine in zip(reals, mines):
+        for f in feats:
+            with torch.no_grad():
+                fr = f(real)
+            fs = f(mine)
+            for q in active:
+                loss = loss + ((fr[q].mean(0) - fs[q].mean(0)) ** 2).sum()
+    return loss
+
+
 @dataclass
 class MatchingResult:
     images: torch.Tensor  # (len(classes) · ipc, C, H, W) float32, the networks' input space
@@ -92,12 +135,14 @@ def distribution_matching(models: Sequence[nn.Module], x: torch.Tensor, y: torch
                           lr: float = 1.0, momentum: float = 0.5, real_batch: int = 256,
                           augment_ops: Sequence[str] = DSA_OPS, init: str = "noise", init_mean: float = 0.5,
                           init_std: float = 0.5, progress: bool = False, desc: str = "distribution matching",
-                          on_step: Callable[[int, int, float], None] | None = None) -> MatchingResult:
+                          batch_classes: bool = True, on_step: Callable[[int, int, float], None] | None = None) -> MatchingResult:
     """Condense (x, y) (float images in the networks' input space, int labels, on one device) into ``ipc`` images
     per class present, matching the embeddings of ``models`` at ``layers`` in backward stages (module docstring).
 
     ``iterations[p]`` is the number of steps of the stage that starts at layer ``layers[p]``; the stages run from
-    the last layer to the first. ``on_step(stage, step, loss)`` is called after every step."""
+    the last layer to the first. ``on_step(stage, step, loss)`` is called after every step. ``batch_classes``
+    (default) sends all classes' batches through a network in one forward; False is the per-class reference loop
+    (the same loss up to float rounding; ``benchmarks/bench_matching.py`` compares the two)."""
     if not models:
         raise ValueError("distribution matching needs at least one embedding network")
     if len(iterations) != len(layers):
@@ -130,7 +175,7 @@ def distribution_matching(models: Sequence[nn.Module], x: torch.Tensor, y: torch
         with _eval_mode(models):
             for stage in range(len(layers) - 1, -1, -1):
                 for step in range(int(iterations[stage])):
-                    loss = torch.zeros((), device=device)
+                    reals, mines = [], []
                     for j, c in enumerate(classes):
                         idx = members[c]
                         if len(idx) > real_batch:
@@ -139,12 +184,10 @@ def distribution_matching(models: Sequence[nn.Module], x: torch.Tensor, y: torch
                         if ops:
                             op, u = draw(ops, gen)
                             real, mine = apply(op, u, real, mine)
-                        for f in feats:
-                            with torch.no_grad():
-                                fr = f(real)
-                            fs = f(mine)
-                            for q in range(stage, len(layers)):
-                                loss = loss + ((fr[q].mean(0) - fs[q].mean(0)) ** 2).sum()
+                        reals.append(real)
+                        mines.append(mine)
+                    step_loss = _step_loss if batch_classes else _step_loss_per_class
+                    loss = step_loss(feats, reals, mines, range(stage, len(layers)))
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
                     opt.step()

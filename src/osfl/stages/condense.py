@@ -23,16 +23,16 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..clients.upload import read_uploads, write_upload
+from ..clients.upload import write_upload
 from ..condense import distribution_matching
 from ..condense.settings import Condensation
 from ..cost.counter import spent
 from ..errors import ConfigError
 from ..evaluation import to_float
-from ..partition import load_partition
 from ..profiles import scaled
 from ..runtime import derive_seed, device_info, write_json
-from .common import check_upload_name, load_config, load_data, parser, require_input, run_stage
+from .client_side import client_inputs
+from .common import check_upload_name, load_config, parser, run_stage
 
 
 def main(argv=None) -> None:
@@ -49,9 +49,8 @@ def _run(args) -> None:
     params, cfg, paths = load_config(args)
     spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
     settings = Condensation.from_params(params.get("condense"))
-    uploads = [u for u in read_uploads(require_input(paths.clients, "train_clients")) if u.kind == "classifier"]
-    if not uploads:
-        raise ConfigError("input", f"{paths.clients} holds no classifier uploads to send down as the ensemble")
+    inputs = client_inputs(paths, cfg)
+    uploads, pt, x_all, y_all = inputs.uploads, inputs.partition, inputs.x, inputs.y
     archs = sorted({u.manifest["arch"] for u in uploads})
     if len(archs) > 1:
         raise ConfigError("condense.layers", f"the ensemble mixes architectures ({', '.join(archs)}); layer-wise "
@@ -59,11 +58,6 @@ def _run(args) -> None:
     layers = settings.layers_for(archs[0])
     iterations = [scaled(i, profile.step_scale) for i in settings.iterations]
     ensemble = [u.build_model(device) for u in uploads]
-    data = load_data(paths, cfg)
-    pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
-    pt.verify(data.y_train)
-    x_all = torch.from_numpy(data.x_train).to(device)
-    y_all = torch.from_numpy(data.y_train).long().to(device)
     out = paths.uploads(check_upload_name(args.distilled))
     if out.exists():
         shutil.rmtree(out)

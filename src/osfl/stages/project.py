@@ -18,12 +18,12 @@ import torch
 from tqdm.auto import tqdm
 
 from ..clients.projections import layer_projections
-from ..clients.upload import read_uploads, write_upload
+from ..clients.upload import write_upload
 from ..errors import ConfigError
 from ..evaluation import to_float
-from ..partition import load_partition
 from ..runtime import derive_seed, device_info, write_json
-from .common import check_upload_name, load_config, load_data, parser, require_input, run_stage
+from .client_side import client_inputs
+from .common import check_upload_name, load_config, parser, run_stage
 
 
 def main(argv=None) -> None:
@@ -39,15 +39,8 @@ def _run(args) -> None:
     out = Path("models") / check_upload_name(args.out, "--out") / "clients"
     if out.resolve() == paths.clients.resolve():
         raise ConfigError("--out", f"{args.out!r} would overwrite the uploads it reads ({paths.clients})")
-    uploads = [u for u in read_uploads(require_input(paths.clients, "train_clients")) if u.kind == "classifier"]
-    if not uploads:
-        raise ConfigError("input", f"{paths.clients} holds no classifier uploads")
-    data = load_data(paths, cfg)
-    pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
-    pt.verify(data.y_train)
-    if len(pt.client_indices) != len(uploads):
-        raise ConfigError("input", f"{len(uploads)} uploads for {len(pt.client_indices)} clients of the partition")
-    x_all = torch.from_numpy(data.x_train).to(device)
+    inputs = client_inputs(paths, cfg)
+    uploads, pt, x_all = inputs.uploads, inputs.partition, inputs.x
     if out.exists():
         shutil.rmtree(out)
     summary, t0 = [], time.perf_counter()
