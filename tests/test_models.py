@@ -12,6 +12,7 @@ PAPER_COUNTS = [
     ("cnn3", (3, 32, 32), 10, 319_242, "DENSE CNNCifar (ANCHORS §1)"),
     ("lenet5", (1, 28, 28), 10, 44_426, "HFLDD MNIST model / NIID-Bench SimpleCNNMNIST"),
     ("lenet5", (3, 32, 32), 10, 62_006, "NIID-Bench SimpleCNN"),
+    ("fedd3_cnn", (3, 32, 32), 10, 1_020_160, "HFLDD CIFAR-10 model = FedD3 CNN as instantiated (SPEC §3.4)"),
     ("lenet5_avg", (3, 32, 32), 10, 62_006, "FedHydra M5 LeNet (SPEC §3.4)"),
     ("resnet18", (3, 32, 32), 10, 11_173_962, "CIFAR ResNet-18 (OFedED SPEC: about 11.17M)"),
     # OFedED Fig. 2(c) students; the literals are checked against hand counts in test_cifar_student_hand_counts.

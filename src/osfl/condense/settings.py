@@ -13,9 +13,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
 from ..config import check_choice, check_float, check_int
-from ..errors import ConfigError, unknown_key
+from ..errors import ConfigError
 from .dsa import DSA_OPS
 from .matching import INITS
+from .section import section_reader
 
 #: v_1 .. v_J per architecture (module names); cnn3 = Co-Boosting's CNNCifar, cnn2 = DENSE's CNNMnist
 DEFAULT_LAYERS = {
@@ -48,14 +49,7 @@ class Condensation:
     @classmethod
     def from_params(cls, section: Mapping[str, Any] | None, key: str = "condense") -> "Condensation":
         """Only what differs from the defaults; a bad value fails naming its key and what is allowed."""
-        section = section or {}
-        if not isinstance(section, Mapping):
-            raise ConfigError(key, f"must be a mapping of {', '.join(cls.KEYS)}")
-        for k in section:
-            if k not in cls.KEYS:
-                raise unknown_key(f"{key}.{k}", cls.KEYS)
-        d = cls()
-        get = lambda k: section.get(k, getattr(d, k))  # noqa: E731
+        get = section_reader(cls, section, key)
         iterations = get("iterations")
         if not isinstance(iterations, (list, tuple)) or not iterations:
             raise ConfigError(f"{key}.iterations", f"must be a list of step counts >= 0, one per layer, got "
@@ -68,7 +62,7 @@ class Condensation:
             raise ConfigError(f"{key}.augment", f"must be a list of DSA ops ({', '.join(DSA_OPS)}) or none, got "
                                                 f"{augment!r}")
         augment = tuple(check_choice(f"{key}.augment", op, list(DSA_OPS)) for op in augment)
-        layers = {**d.layers, **(section.get("layers") or {})}
+        layers = {**cls().layers, **(get("layers") or {})}
         for arch, names in layers.items():
             if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
                 raise ConfigError(f"{key}.layers.{arch}", "must be a list of module names (v_1 .. v_J)")
