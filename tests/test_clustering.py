@@ -1,6 +1,7 @@
 """HFLDD's client clustering (osfl.clustering): Eq. 4's KL matrix, K-Means homogeneous clusters, Algorithm 1's
 heterogeneous clusters and headers (SPEC §1.4, §7's clustering sanity checks)."""
 import numpy as np
+import pytest
 import torch
 from scipy.special import rel_entr
 
@@ -61,3 +62,30 @@ def test_soft_labels_are_the_models_softmax():
     s = predict_soft_labels(model, x, batch_size=3)
     assert s.shape == (7, 3) and torch.allclose(s.sum(1), torch.ones(7))
     assert torch.allclose(s, torch.softmax(model(x), 1)) and model.training
+
+
+def test_who_trains_together():
+    """HFLDD's headers hold their own data plus their members' distilled sets; FedSeq's chains and CL's one group
+    hold everyone once (osfl.protocols.hybrid)."""
+    from osfl.clustering import Clustering
+    from osfl.protocols.hybrid import (central_group, client_groups, client_participants, header_groups,
+                                       superclient_groups)
+
+    x = torch.arange(12, dtype=torch.uint8).reshape(12, 1, 1, 1)
+    y = torch.arange(12) % 3
+    parts = client_participants([[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11]], x, y)
+    clustering = Clustering([[0, 1], [2, 3]], [[0, 2], [1, 3]], headers=[2, 1])
+    distilled = {0: (torch.full((2, 1, 1, 1), 200, dtype=torch.uint8), torch.tensor([0, 0])),
+                 3: (torch.full((1, 1, 1, 1), 201, dtype=torch.uint8), torch.tensor([2]))}
+    groups = header_groups(clustering, parts, distilled)
+    assert [g[0].name for g in groups] == ["header_2", "header_1"]
+    assert groups[0][0].x.flatten().tolist() == [6, 7, 8, 200, 200] and groups[0][0].y.tolist() == [0, 1, 2, 0, 0]
+    assert groups[1][0].x.flatten().tolist() == [3, 4, 5, 201]
+    with pytest.raises(ValueError, match=r"\[3\]"):
+        header_groups(clustering, parts, {0: distilled[0]})
+    assert [len(g) for g in client_groups(parts)] == [1, 1, 1, 1]
+    chains = superclient_groups(parts, 3, np.random.default_rng(0))
+    assert sorted(len(c) for c in chains) == [1, 1, 2]
+    assert sorted(p.name for c in chains for p in c) == sorted(p.name for p in parts)
+    (everyone,), = central_group(parts)
+    assert everyone.n == 12 and torch.equal(everyone.x, x)
