@@ -7,6 +7,7 @@
 Everything random comes from a seed the caller passes (K-Means's ``random_state``) or an explicit
 ``numpy.random.Generator`` (the sampling of Algorithm 1 and the headers).
 """
-from .soft_labels import Clustering, cluster_clients, cluster_sampling, kl_matrix, predict_soft_labels
+from .soft_labels import (Clustering, ClusteringSettings, cluster_clients, cluster_sampling, kl_matrix,
+                          predict_soft_labels)
 
-__all__ = ["Clustering", "cluster_clients", "cluster_sampling", "kl_matrix", "predict_soft_labels"]
+__all__ = ["Clustering", "ClusteringSettings", "cluster_clients", "cluster_sampling", "kl_matrix", "predict_soft_labels"]

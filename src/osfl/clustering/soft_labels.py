@@ -15,11 +15,37 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping
 
 import numpy as np
 import torch
 import torch.nn as nn
+
+from ..config import check_float, check_int
+from ..sections import section_reader
+
+
+@dataclass(frozen=True)
+class ClusteringSettings:
+    """The ``clustering`` section of HFLDD's params: K = 10 K-Means clusters [S], |D_g| = 1000 public samples [S]
+    (uniform from the public set's training split, one seed [P]), the log's clamp 1e-10 [P]."""
+
+    K: int = 10
+    public_size: int = 1000
+    eps: float = 1e-10
+
+    KEYS = ("K", "public_size", "eps")
+
+    @classmethod
+    def from_params(cls, section: Mapping[str, Any] | None, key: str = "clustering") -> "ClusteringSettings":
+        get = section_reader(cls, section, key)
+        return cls(K=check_int(f"{key}.K", get("K"), minimum=1),
+                   public_size=check_int(f"{key}.public_size", get("public_size"), minimum=1),
+                   eps=check_float(f"{key}.eps", get("eps"), positive=True))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @torch.no_grad()

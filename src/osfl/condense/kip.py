@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from ..config import check_float, check_int
 from ..errors import ConfigError
-from .section import section_reader
+from ..sections import section_reader
 
 W_STD, B_STD = math.sqrt(2.0), 0.1
 _EDGE = 1e-9  # |cos θ| beyond 1 − _EDGE gets no gradient through θ (see _arccos)

@@ -16,7 +16,7 @@ from ..config import check_choice, check_float, check_int
 from ..errors import ConfigError
 from .dsa import DSA_OPS
 from .matching import INITS
-from .section import section_reader
+from ..sections import section_reader
 
 #: v_1 .. v_J per architecture (module names); cnn3 = Co-Boosting's CNNCifar, cnn2 = DENSE's CNNMnist
 DEFAULT_LAYERS = {

@@ -29,4 +29,11 @@ PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
         "cost": ("fedavg_rounds", "resnet"), "figure_split": None, "dp_sigmas": None, "variants": None,
         "resnet": ("model", "condense", "columns", "s_columns"),
     },
+    "hfldd": {
+        "datasets": None, "classes": None, "seeds": None, "public": None, "baselines": None,
+        "clustering": ("K", "public_size", "eps"),
+        "kip": ("n_images", "steps", "lr", "reg", "target_batch", "early_stop", "depth", "w_std", "b_std"),
+        "hybrid": ("T", "epochs", "batch_size", "lr", "momentum", "weight_decay", "weighting", "superclients",
+                   "cl_batch_size", "checkpoint_every"),
+    },
 }

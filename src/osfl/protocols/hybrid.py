@@ -11,13 +11,53 @@
 """
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from ..clustering import Clustering
-from .rounds import Participant
+from ..config import check_choice, check_float, check_int
+from ..sections import section_reader
+from .rounds import WEIGHTINGS, Participant
+
+METHODS = ("hfldd", "fedavg", "fedseq", "cl")
+
+
+@dataclass(frozen=True)
+class HybridSettings:
+    """The ``hybrid`` section of HFLDD's params (SPEC §1.6, §2, §3.5): T = 300 rounds [S], E_2 = 2 local epochs [S],
+    batch 32 [S], SGD lr 0.01 [S], momentum and weight decay 0 [P: unstated], aggregation weighted by the groups'
+    samples [P], FedSeq's 10 superclients [S], centralized learning's batch 64 [S] (one epoch per round [P]), a
+    checkpoint every 10 rounds. T and E_2 are epoch-like counts: the profile scales them."""
+
+    T: int = 300
+    epochs: int = 2
+    batch_size: int = 32
+    lr: float = 0.01
+    momentum: float = 0.0
+    weight_decay: float = 0.0
+    weighting: str = "samples"
+    superclients: int = 10
+    cl_batch_size: int = 64
+    checkpoint_every: int = 10
+
+    KEYS = ("T", "epochs", "batch_size", "lr", "momentum", "weight_decay", "weighting", "superclients",
+            "cl_batch_size", "checkpoint_every")
+
+    @classmethod
+    def from_params(cls, section: Mapping[str, Any] | None, key: str = "hybrid") -> "HybridSettings":
+        get = section_reader(cls, section, key)
+        ints = {k: check_int(f"{key}.{k}", get(k), minimum=1)
+                for k in ("T", "epochs", "batch_size", "superclients", "cl_batch_size", "checkpoint_every")}
+        return cls(**ints, lr=check_float(f"{key}.lr", get("lr"), positive=True),
+                   momentum=check_float(f"{key}.momentum", get("momentum"), minimum=0.0),
+                   weight_decay=check_float(f"{key}.weight_decay", get("weight_decay"), minimum=0.0),
+                   weighting=check_choice(f"{key}.weighting", get("weighting"), list(WEIGHTINGS)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def client_participants(client_indices: Sequence[Sequence[int]], x: torch.Tensor, y: torch.Tensor) -> list[Participant]:

@@ -17,11 +17,13 @@ chain's order comes from ``derive_seed(seed, "chain", t, g)``; no state is carri
 global model. So a run resumed from a checkpoint is the uninterrupted run, bit for bit, and growing T continues
 where the last run stopped: ``checkpoint`` (a file) is written atomically every ``checkpoint_every`` rounds and after
 the last one, holding the round, the global state, the curve and the run's ``signature`` (everything that
-determines the result except T); a checkpoint with another signature is ignored (the run starts from round 0 and
+determines the result except T: the caller's ``signature``, the groups' sizes and data digest, the local settings,
+the seed, the initial model's digest); a checkpoint with another signature is ignored (the run starts from round 0 and
 says so). Loads use ``torch.load(..., weights_only=True)``.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from dataclasses import dataclass, field
@@ -71,6 +73,23 @@ class RoundsResult:
     seconds: float = 0.0  # this call's training time
 
 
+def _digest(tensors) -> str:
+    h = hashlib.sha256()
+    for t in tensors:
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def data_digest(groups: Sequence[Sequence[Participant]]) -> str:
+    """SHA-256 of every participant's images and labels, in order: a checkpoint of other data is not resumed."""
+    return _digest(t for g in groups for p in g for t in (p.x, p.y))
+
+
+def state_digest(state: dict[str, torch.Tensor]) -> str:
+    """SHA-256 of a state dict's tensors in key order (the initial model w^0 of a run)."""
+    return _digest(state[k] for k in sorted(state))
+
+
 def load_checkpoint(path: Path | None, signature: dict) -> dict | None:
     """The checkpoint at ``path`` when it exists and was written by a run with the same ``signature``."""
     if path is None or not Path(path).exists():
@@ -100,7 +119,8 @@ def run_rounds(model: nn.Module, groups: Sequence[Sequence[Participant]], *, rou
     if rounds < 0 or checkpoint_every < 1:
         raise ValueError("rounds must be >= 0 and checkpoint_every >= 1")
     signature = {**(signature or {}), "groups": [[p.n for p in g] for g in groups], "local": vars(local),
-                 "seed": seed, "weighting": weighting, "shuffle": shuffle}
+                 "seed": seed, "weighting": weighting, "shuffle": shuffle, "data": data_digest(groups),
+                 "w0": state_digest(model.state_dict())}
     result = RoundsResult()
     ck = load_checkpoint(checkpoint, signature)
     if ck is not None and ck["round"] <= rounds:

@@ -1,9 +1,10 @@
-"""Reading a params section into a settings dataclass (``condense``, ``kip``): the checks every such section shares."""
+"""Reading a params section into a settings dataclass (``condense``, ``kip``, ``hybrid``, ...): the checks every such
+section shares."""
 from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from ..errors import ConfigError, unknown_key
+from .errors import ConfigError, unknown_key
 
 
 def section_reader(cls, section: Mapping[str, Any] | None, key: str) -> Callable[[str], Any]:

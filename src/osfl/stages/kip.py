@@ -1,0 +1,71 @@
+"""Stage `kip@<run>`: HFLDD's step 4 (SPEC §1.5): every non-header client (results/<run>/clustering.json, stage
+cluster@) distils its data by kernel inducing points (:func:`osfl.condense.kernel_inducing_points`, settings ``kip``;
+steps scaled by the profile like other inner steps) with its own generator ``derive_seed(seed, "kip", k)``, and
+sends the images, quantised to uint8 as counted by the cost model (8 bits per pixel value), to its header: uploads
+``distilled_set`` under models/<run>/kip/client_<k>/ (the manifest names the header). Writes results/<run>/kip.json
+(settings, steps run, first and last loss, last KRR accuracy on the target batch, seconds, bytes per client).
+"""
+from __future__ import annotations
+
+import shutil
+import time
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ..clients.upload import write_upload
+from ..condense import KIPSettings, kernel_inducing_points, to_uint8
+from ..evaluation import to_float
+from ..partition import load_partition
+from ..profiles import scaled
+from ..runtime import derive_seed, device_info, read_json, write_json
+from .common import load_config, load_data, parser, require_input, run_stage
+
+
+def main(argv=None) -> None:
+    run_stage(_run, parser(__doc__), argv)
+
+
+def _run(args) -> None:
+    params, cfg, paths = load_config(args)
+    spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
+    settings = KIPSettings.from_params(params.get("kip"))
+    steps = scaled(settings.steps, profile.step_scale)
+    clustering = read_json(require_input(paths.results / "clustering.json", "cluster"))
+    header_of = {c: a for cluster, a in zip(clustering["heterogeneous"], clustering["headers"]) for c in cluster
+                 if c != a}
+    data = load_data(paths, cfg)
+    pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
+    pt.verify(data.y_train)
+    x_all, y_all = torch.from_numpy(data.x_train).to(device), torch.from_numpy(data.y_train).long().to(device)
+    out = paths.uploads("kip")
+    if out.exists():
+        shutil.rmtree(out)
+    summary, t0 = [], time.perf_counter()
+    kw = {**settings.as_dict(), "steps": steps}
+    for k in tqdm(sorted(header_of), desc="KIP (members)", disable=args.no_progress, unit="client"):
+        t = time.perf_counter()
+        idx = torch.from_numpy(np.asarray(pt.client_indices[k])).to(device)
+        kw["n_images"] = min(settings.n_images, len(idx))  # a client smaller than the support sends all it has
+        res = kernel_inducing_points(to_float(x_all[idx]), y_all[idx], num_classes=spec.num_classes,
+                                     gen=torch.Generator().manual_seed(derive_seed(seed, "kip", k)), **kw)
+        arrays = {"images": to_uint8(res.images).cpu().numpy(), "labels": res.labels.cpu().numpy().astype(np.int64)}
+        write_upload(out, k, "distilled_set",
+                     {"n_samples": int(len(idx)), "label_histogram": [int(c) for c in pt.class_counts[k]],
+                      "header": header_of[k], "classes": res.classes, "input_shape": list(spec.shape),
+                      "space": "uint8 pixels, as transmitted"}, arrays=arrays)
+        summary.append({"client": k, "header": header_of[k], "images": int(len(res.labels)),
+                        "steps_run": res.steps_run, "loss_first": res.losses[0] if res.losses else None,
+                        "loss_last": res.losses[-1] if res.losses else None,
+                        "train_acc_last": res.train_acc[-1] if res.train_acc else None,
+                        "seconds": round(time.perf_counter() - t, 3), "upload_bytes": int(arrays["images"].nbytes)})
+    seconds = time.perf_counter() - t0
+    write_json(paths.results / "kip.json", {"settings": settings.as_dict(), "steps": steps, "profile": profile.name,
+                                            "clients": summary, "seconds": round(seconds, 3),
+                                            "runtime": device_info(device)})
+    print(f"KIP: {len(summary)} members distilled {sum(s['images'] for s in summary)} images in {seconds:.1f} s")
+
+
+if __name__ == "__main__":
+    main()

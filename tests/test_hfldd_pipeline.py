@@ -1,0 +1,76 @@
+"""papers/hfldd/: the DAG (pre-training → soft labels → clustering → KIP → hybrid rounds, and the baselines) at smoke,
+and its resume contract through DVC: a larger T continues the finished run (issue 18)."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import copy_worktree, init_repo, sh
+
+PAPER = Path(__file__).resolve().parents[1] / "papers" / "hfldd"
+SUB = "papers/hfldd"
+RUN = "fmnist-c2-s0"
+
+
+def test_the_full_grid_resolves():
+    import subprocess
+    import sys
+
+    params = yaml.safe_load((PAPER / "params.yaml").read_text())
+    dvc = str(Path(sys.executable).with_name("dvc"))
+    names = subprocess.run([dvc, "stage", "list", "--name-only"], cwd=PAPER, capture_output=True, text=True,
+                           check=True).stdout.split()
+    runs = len(params["datasets"]) * len(params["classes"]) * len(params["seeds"])
+    counts = {fam: sum(n.startswith(f"{fam}@") for n in names)
+              for fam in ("train", "soft_labels", "cluster", "kip", "hfldd", "baseline")}
+    assert counts == {"train": runs, "soft_labels": runs, "cluster": runs, "kip": runs, "hfldd": runs,
+                      "baseline": runs * len(params["baselines"])}
+    assert set(params["public"]) == set(params["datasets"])  # every dataset names its public set D_g
+
+
+@pytest.fixture(scope="module")
+def hfldd_repo(tmp_path_factory, repo_root):
+    """`dvc repro` of papers/hfldd/ at smoke on the Fashion-MNIST stand-in: C = 2, one seed, 10 clients, 10 KIP steps:
+    wiring, not a model, is under test (KIP: test_kip.py; the rounds: test_rounds_resume.py)."""
+    work = tmp_path_factory.mktemp("hfldd") / "repo"
+    copy_worktree(repo_root, work)
+    pf = work / SUB / "params.yaml"
+    params = yaml.safe_load(pf.read_text())
+    params.update(profile="smoke", classes=[2], seeds=[0], clients=10, kip={"steps": 100, "n_images": 10},
+                  clustering={"K": 5, "public_size": 200}, hybrid={"T": 300, "superclients": 5})
+    pf.write_text(yaml.safe_dump(params, sort_keys=False))
+    init_repo(work, work.parent / "remote")
+    out = sh("dvc", "repro", cwd=work / SUB)
+    return work, params, out
+
+
+@pytest.mark.slow
+def test_smoke_pipeline_clusters_distils_and_trains(hfldd_repo):
+    work, params, _ = hfldd_repo
+    res = work / SUB / "results" / RUN
+    clustering = json.loads((res / "clustering.json").read_text())
+    members = sorted(c for cl in clustering["heterogeneous"] for c in cl)
+    assert members == list(range(10)) and clustering["H"] == len(clustering["headers"])
+    kip = json.loads((res / "kip.json").read_text())
+    assert sorted(k["client"] for k in kip["clients"]) == sorted(set(members) - set(clustering["headers"]))
+    assert all(k["steps_run"] == 10 for k in kip["clients"])  # 100 steps x0.1 at smoke
+    curves = {m: json.loads((res / "rounds" / f"{m}.json").read_text()) for m in ["hfldd", *params["baselines"]]}
+    for method, rec in curves.items():
+        assert [p["round"] for p in rec["curve"]] == [1, 2, 3], method  # T = 300 x0.01 at smoke
+        assert 0 <= rec["acc_final"] <= 100
+    assert len(curves["hfldd"]["groups"]) == clustering["H"]
+    assert sum(map(sum, curves["fedavg"]["groups"])) == sum(map(sum, curves["cl"]["groups"]))
+    assert len(curves["fedseq"]["groups"]) == 5
+    assert "up to date" in sh("dvc", "status", cwd=work / SUB).stdout  # a second look finds nothing to run
+
+
+@pytest.mark.slow
+def test_a_larger_t_continues_the_finished_run(hfldd_repo):
+    work, _, _ = hfldd_repo
+    rec = work / SUB / "results" / RUN / "rounds" / "fedavg.json"
+    before = json.loads(rec.read_text())["curve"]
+    sh("dvc", "exp", "run", "-S", "hybrid.T=500", "-s", "baseline@fmnist-2-0-fedavg", cwd=work / SUB)
+    after = json.loads(rec.read_text())
+    assert after["resumed_from"] == 3 and len(after["curve"]) == 5  # 500 x0.01 rounds: two new ones
+    assert after["curve"][:3] == before
