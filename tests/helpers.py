@@ -58,6 +58,14 @@ def copy_worktree(repo_root: Path, work: Path) -> None:
             shutil.copy2(src, work / rel)
 
 
+def stage_families(project: Path) -> dict[str, int]:
+    """How many stages of each family (the name before ``@``) ``dvc stage list`` resolves in ``project``."""
+    from collections import Counter
+
+    names = sh("dvc", "stage", "list", "--name-only", cwd=project).stdout.split()
+    return dict(Counter(n.split("@")[0] for n in names))
+
+
 def init_repo(work: Path, remote: Path) -> None:
     sh("git", "init", "-q", "-b", "main", cwd=work)
     sh("git", "config", "user.email", "t@example.com", cwd=work)

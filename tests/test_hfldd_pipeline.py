@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import copy_worktree, init_repo, sh
+from helpers import copy_worktree, init_repo, sh, stage_families
 
 PAPER = Path(__file__).resolve().parents[1] / "papers" / "hfldd"
 SUB = "papers/hfldd"
@@ -14,16 +14,10 @@ RUN = "fmnist-c2-s0"
 
 
 def test_the_full_grid_resolves():
-    import subprocess
-    import sys
-
     params = yaml.safe_load((PAPER / "params.yaml").read_text())
-    dvc = str(Path(sys.executable).with_name("dvc"))
-    names = subprocess.run([dvc, "stage", "list", "--name-only"], cwd=PAPER, capture_output=True, text=True,
-                           check=True).stdout.split()
     runs = len(params["datasets"]) * len(params["classes"]) * len(params["seeds"])
-    counts = {fam: sum(n.startswith(f"{fam}@") for n in names)
-              for fam in ("train", "soft_labels", "cluster", "kip", "hfldd", "baseline")}
+    families = stage_families(PAPER)
+    counts = {fam: families.get(fam, 0) for fam in ("train", "soft_labels", "cluster", "kip", "hfldd", "baseline")}
     assert counts == {"train": runs, "soft_labels": runs, "cluster": runs, "kip": runs, "hfldd": runs,
                       "baseline": runs * len(params["baselines"])}
     assert set(params["public"]) == set(params["datasets"])  # every dataset names its public set D_g

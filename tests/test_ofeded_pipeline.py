@@ -46,16 +46,11 @@ def test_every_ablation_row_has_a_run_and_the_parts_it_names():
 
 def test_the_full_grid_resolves():
     """Every stage family of the committed params expands (DVC's templating of the columns, variants, Table 2)."""
-    import subprocess
-    import sys
-
     params = yaml.safe_load((PAPER / "params.yaml").read_text())
-    dvc = str(Path(sys.executable).with_name("dvc"))
-    out = subprocess.run([dvc, "stage", "list", "--name-only"], cwd=PAPER, capture_output=True, text=True, check=True)
-    names = out.stdout.split()
     runs = len(params["datasets"]) * len(params["splits"]) * len(params["seeds"])
     fig = len(params["datasets"]) * len(params["seeds"])
-    counts = {fam: sum(n.startswith(f"{fam}@") for n in names) for fam in (
+    families = stage_families(PAPER)
+    counts = {fam: families.get(fam, 0) for fam in (
         "train", "condense", "project", "server", "server_s", "train_dp", "condense_v", "server_v", "train_r",
         "condense_r", "server_r", "server_rs")}
     assert counts == {"train": runs, "condense": runs, "project": runs, "server": runs * len(params["columns"]),
@@ -90,7 +85,7 @@ def test_table1_keeps_the_papers_rows_and_adds_ours(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # the pipeline end to end (slow)
 
-from helpers import copy_worktree, init_repo, sh  # noqa: E402
+from helpers import copy_worktree, init_repo, sh, stage_families  # noqa: E402
 
 
 # the smoke run keeps a slice of every kind of column (the full lists: test_every_ablation_row_has_a_run..., and

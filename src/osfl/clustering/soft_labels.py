@@ -114,6 +114,11 @@ class Clustering:
         return {"homogeneous": self.homogeneous, "heterogeneous": self.heterogeneous, "headers": self.headers,
                 "H": len(self.heterogeneous), "K": len(self.homogeneous)}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Clustering":
+        """The clustering :meth:`as_dict` wrote (extra keys, such as the derived H and K, are ignored)."""
+        return cls(d["homogeneous"], d["heterogeneous"], d["headers"])
+
 
 def cluster_clients(soft: np.ndarray, k: int, seed: int, rng: np.random.Generator,
                     eps: float = 1e-10) -> tuple[Clustering, np.ndarray]:

@@ -1,8 +1,9 @@
-"""The inputs of a stage that runs on the clients after their first upload (OFedED's condense@, MA-Echo's project@):
-the classifier uploads, the partition and the training data, each checked once here."""
+"""The inputs of a stage that runs on the clients after their first upload (OFedED's condense@, MA-Echo's project@,
+HFLDD's soft_labels@, kip@ and hybrid@): the classifier uploads, the partition and the training data, each checked
+once here."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -14,28 +15,49 @@ from .common import ExperimentPaths, load_data, require_input
 
 
 @dataclass
-class ClientInputs:
-    """What a stage that runs on the clients after their first upload reads: the classifier uploads (one per
-    client, in client order), the partition (verified against the data) and the training arrays on the device."""
+class ClientData:
+    """The training data the partition splits among the clients: the prepared arrays, the partition (verified
+    against them) and the training images and labels on the device."""
 
-    uploads: list
+    data: Any  # the prepared dataset (ArrayData)
     partition: Any
     x: torch.Tensor  # all training images (the prepared dtype), on the device
     y: torch.Tensor  # their labels, int64
 
 
-def client_inputs(paths: ExperimentPaths, cfg: dict) -> ClientInputs:
-    """The clients' uploads under ``paths.clients``, the training data and the partition, each checked: a missing
-    input names the stage that makes it, a partition that does not fit the data or the uploads fails early."""
+@dataclass
+class ClientInputs(ClientData):
+    """:class:`ClientData` and the classifier uploads, one per client of the partition, in client order."""
+
+    uploads: list = field(default_factory=list)
+
+
+def classifier_uploads(paths: ExperimentPaths) -> list:
+    """The classifier uploads under ``paths.clients`` (stage train_clients), sorted by client; none fails early."""
     uploads = [u for u in read_uploads(require_input(paths.clients, "train_clients")) if u.kind == "classifier"]
     if not uploads:
         raise ConfigError("input", f"{paths.clients} holds no classifier uploads")
+    return uploads
+
+
+def client_data(paths: ExperimentPaths, cfg: dict) -> ClientData:
+    """The prepared data and the partition, the partition verified against the data (a missing input names the stage
+    that makes it), the training arrays on ``cfg["device"]``."""
     data = load_data(paths, cfg)
     pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
     pt.verify(data.y_train)
-    if [u.client_id for u in uploads] != list(range(len(pt.client_indices))):
-        raise ConfigError("input", f"{paths.clients} holds uploads of clients {[u.client_id for u in uploads]}, the "
-                                   f"partition {len(pt.client_indices)} clients (0 .. {len(pt.client_indices) - 1})")
     device = cfg["device"]
-    return ClientInputs(uploads, pt, torch.from_numpy(data.x_train).to(device),
-                        torch.from_numpy(data.y_train).long().to(device))
+    return ClientData(data, pt, torch.from_numpy(data.x_train).to(device),
+                      torch.from_numpy(data.y_train).long().to(device))
+
+
+def client_inputs(paths: ExperimentPaths, cfg: dict) -> ClientInputs:
+    """:func:`client_data` and :func:`classifier_uploads`; uploads that are not one per client of the partition fail
+    early."""
+    uploads = classifier_uploads(paths)
+    d = client_data(paths, cfg)
+    if [u.client_id for u in uploads] != list(range(len(d.partition.client_indices))):
+        raise ConfigError("input", f"{paths.clients} holds uploads of clients {[u.client_id for u in uploads]}, the "
+                                   f"partition {len(d.partition.client_indices)} clients "
+                                   f"(0 .. {len(d.partition.client_indices) - 1})")
+    return ClientInputs(d.data, d.partition, d.x, d.y, uploads)

@@ -27,12 +27,12 @@ from ..clients.upload import read_uploads
 from ..config import scaled_epochs
 from ..evaluation import accuracy
 from ..models import build_model
-from ..partition import load_partition
 from ..protocols.hybrid import (METHODS, HybridSettings, central_group, client_groups, client_participants,
                                 header_groups, superclient_groups)
 from ..protocols.rounds import LocalSpec, run_rounds
 from ..runtime import derive_seed, device_info, read_json, write_json
-from .common import load_config, load_data, parser, require_input, run_stage, test_tensors
+from .client_side import client_data
+from .common import load_config, parser, require_input, run_stage, test_tensors
 
 
 def main(argv=None) -> None:
@@ -48,16 +48,12 @@ def _run(args) -> None:
     spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
     h = HybridSettings.from_params(params.get("hybrid"))
     rounds, epochs = scaled_epochs(h.T, profile), scaled_epochs(h.epochs, profile)
-    data = load_data(paths, cfg)
-    pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
-    pt.verify(data.y_train)
-    x_all, y_all = torch.from_numpy(data.x_train).to(device), torch.from_numpy(data.y_train).long().to(device)
-    clients = client_participants(pt.client_indices, x_all, y_all)
+    d = client_data(paths, cfg)
+    clients = client_participants(d.partition.client_indices, d.x, d.y)
     local = LocalSpec(epochs, h.batch_size, h.lr, h.momentum, h.weight_decay)
     extra = {}
     if args.method == "hfldd":
-        c = read_json(require_input(paths.results / "clustering.json", "cluster"))
-        clustering = Clustering(c["homogeneous"], c["heterogeneous"], c["headers"])
+        clustering = Clustering.from_dict(read_json(require_input(paths.results / "clustering.json", "cluster")))
         distilled = {u.client_id: (torch.from_numpy(u.array("images")), torch.from_numpy(u.array("labels")))
                      for u in read_uploads(require_input(paths.uploads("kip"), "kip"))}
         groups = header_groups(clustering, clients, distilled)
@@ -72,7 +68,7 @@ def _run(args) -> None:
         local = LocalSpec(1, h.cl_batch_size, h.lr, h.momentum, h.weight_decay)
     model = build_model(cfg["model"], spec.shape, spec.num_classes).to(device)
     model.load_state_dict(initial_states([cfg["model"]], spec.shape, spec.num_classes, seed)[cfg["model"]])
-    x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
+    x_test, y_test = test_tensors(d.data, profile, derive_seed(seed, "test-subset"), device)
     ckpt = Path("models") / paths.name / "rounds" / args.method / "checkpoint.pt"
     res = run_rounds(model, groups, rounds=rounds, local=local, seed=derive_seed(seed, "hybrid", args.method),
                      evaluate=lambda m: accuracy(m, x_test, y_test), weighting=h.weighting,

@@ -15,12 +15,13 @@ import torch
 from tqdm.auto import tqdm
 
 from ..clients.upload import write_upload
+from ..clustering import Clustering
 from ..condense import KIPSettings, kernel_inducing_points, to_uint8
 from ..evaluation import to_float
-from ..partition import load_partition
 from ..profiles import scaled
 from ..runtime import derive_seed, device_info, read_json, write_json
-from .common import load_config, load_data, parser, require_input, run_stage
+from .client_side import client_data
+from .common import load_config, parser, require_input, run_stage
 
 
 def main(argv=None) -> None:
@@ -32,13 +33,9 @@ def _run(args) -> None:
     spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
     settings = KIPSettings.from_params(params.get("kip"))
     steps = scaled(settings.steps, profile.step_scale)
-    clustering = read_json(require_input(paths.results / "clustering.json", "cluster"))
-    header_of = {c: a for cluster, a in zip(clustering["heterogeneous"], clustering["headers"]) for c in cluster
-                 if c != a}
-    data = load_data(paths, cfg)
-    pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
-    pt.verify(data.y_train)
-    x_all, y_all = torch.from_numpy(data.x_train).to(device), torch.from_numpy(data.y_train).long().to(device)
+    header_of = Clustering.from_dict(read_json(require_input(paths.results / "clustering.json", "cluster"))).members
+    d = client_data(paths, cfg)
+    pt, x_all, y_all = d.partition, d.x, d.y
     out = paths.uploads("kip")
     if out.exists():
         shutil.rmtree(out)

@@ -3,8 +3,8 @@
 Every client (its pre-trained classifier under models/<run>/clients/, stage train@) computes its softmax outputs
 S_i on the public set D_g: ``clustering.public_size`` samples drawn uniformly (seed ``derive_seed(seed, "public")``)
 from the training split of the dataset ``public.<dataset>`` names, prepared under ``--public-root`` (Fashion-MNIST
-for MNIST in the paper; its labels are never read), and uploads them (kind ``soft_labels``, |D_g| × N_c float32) to models/<run>/soft_labels/. Writes
-results/<run>/soft_labels.json (the public set, its sample indices, the upload sizes).
+for MNIST in the paper; its labels are never read), and uploads them (kind ``soft_labels``, |D_g| × N_c float32)
+to models/<run>/soft_labels/. Writes results/<run>/soft_labels.json (the public set, its sample indices, the upload sizes).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ..data import load_prepared
 from ..errors import ConfigError
 from ..evaluation import to_float
 from ..runtime import derive_seed, device_info, write_json
-from .client_side import client_inputs
+from .client_side import classifier_uploads
 from .common import check_upload_name, load_config, parser, require_input, run_stage, subset
 
 
@@ -40,7 +40,7 @@ def _run(args) -> None:
         raise ConfigError(f"public.{spec.name}", f"names no public set for {spec.name}; give the dataset D_g is drawn "
                                                  f"from, e.g. public: {{{spec.name}: digits}}")
     name = check_upload_name(names[spec.name], f"public.{spec.name}")
-    inputs = client_inputs(paths, cfg)
+    uploads = classifier_uploads(paths)
     public = load_prepared(require_input(Path(args.public_root) / name, "prepare_public"),
                            allow_stand_in=cfg["profile"].stand_in_data)
     if tuple(public.x_train.shape[1:]) != tuple(spec.shape):
@@ -52,7 +52,7 @@ def _run(args) -> None:
     if out.exists():
         shutil.rmtree(out)
     sizes = []
-    for u in inputs.uploads:
+    for u in uploads:
         soft = predict_soft_labels(u.build_model(device), x_public).cpu().numpy().astype(np.float32)
         write_upload(out, u.client_id, "soft_labels",
                      {"n_samples": u.manifest["n_samples"], "label_histogram": u.manifest["label_histogram"],
