@@ -58,12 +58,18 @@ def copy_worktree(repo_root: Path, work: Path) -> None:
             shutil.copy2(src, work / rel)
 
 
+def dag(project: Path) -> tuple[list[str], str]:
+    """Every stage ``dvc dag --dot`` resolves in ``project`` (each a node line of the graph) and the graph itself:
+    one DVC call instead of `dvc stage list` and `dvc dag`, each of which resolves the whole grid."""
+    dot = sh("dvc", "dag", "--dot", cwd=project).stdout
+    return re.findall(r'^"([^"]+)";$', dot, re.M), dot
+
+
 def stage_families(project: Path) -> dict[str, int]:
-    """How many stages of each family (the name before ``@``) ``dvc stage list`` resolves in ``project``."""
+    """How many stages of each family (the name before ``@``) DVC resolves in ``project``."""
     from collections import Counter
 
-    names = sh("dvc", "stage", "list", "--name-only", cwd=project).stdout.split()
-    return dict(Counter(n.split("@")[0] for n in names))
+    return dict(Counter(n.split("@")[0] for n in dag(project)[0]))
 
 
 def init_repo(work: Path, remote: Path) -> None:

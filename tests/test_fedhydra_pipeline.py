@@ -7,7 +7,7 @@ and FedHydra, the AE variant, one λ-ablation row, and each other experiment fam
 (heterogeneous clients, K = 10, two global rounds, one timed run, the local-epoch curve). The render stage must
 write all 18 tables and the 11 result figures from it, mark stand-in data, fill the cells of every family, and a
 second `dvc repro` must do nothing. The FULL paper grid (every dataset, split, method and family as the paper runs
-it) is checked structurally: `dvc stage list` resolves every stage and `dvc dag` builds the graph. The claim logic is tested on made-up runs
+it) is checked structurally: `dvc dag` resolves every stage and builds the graph. The claim logic is tested on made-up runs
 (tests/test_fedhydra_claims.py).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import yaml
-from helpers import compile_latex, copy_worktree, init_repo, sh
+from helpers import compile_latex, copy_worktree, dag, init_repo, sh
 
 pytestmark = pytest.mark.slow
 SUB = "papers/fedhydra"  # a DVC project of its own: its commands run there
@@ -172,7 +172,7 @@ def test_paper_tables_compile(fedhydra_repo, tmp_path):
 
 def test_full_paper_grid_resolves(repo_root, tmp_path):
     """The paper's whole grid (every dataset, split, method and family) is a valid DAG: DVC resolves every stage
-    of it (`dvc stage list`) and builds the graph (`dvc dag`: no cycle, no output written by two stages)."""
+    of it and builds the graph (`dvc dag`: no cycle, no output written by two stages)."""
     work = tmp_path / "repo"
     copy_worktree(repo_root, work)
     pf = work / "papers" / "fedhydra" / "params.yaml"
@@ -186,8 +186,7 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
     params["paper_columns"] = {}
     pf.write_text(yaml.safe_dump(params, sort_keys=False))
     init_repo(work, tmp_path / "remote")
-    ran = [ln.split(":")[-1] for ln in sh("dvc", "stage", "list", "--name-only", cwd=work / SUB).stdout.split()]
-    dot = sh("dvc", "dag", "--dot", cwd=work / SUB).stdout
+    ran, dot = dag(work / SUB)
     assert '"train@cifar10-dir0.5" -> "server@cifar10-dir0.5-fedhydra"' in dot
     n_ds, n_sp, n_m, n_lam = 4, len(params["splits"]), len(params["methods"]), len(params["lambdas"])
     h, k, r = params["hetero"], params["ksweep"], params["multiround"]

@@ -7,6 +7,7 @@ restores the trained models.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -128,13 +129,18 @@ def exp_columns(show: list) -> set[tuple[str, str, str]]:
 def test_experiments_readable_and_comparable(smoke_repo, tmp_path):
     """Two experiments as a user runs them; `dvc exp show` at the root stays under 40 params+metrics columns and
     holds every method's final and best accuracy for both; a method knob set with `++` shows as a column; `dvc
-    plots diff` draws each method's curve with one line per experiment."""
+    plots diff` draws each method's curve with one line per experiment. The second experiment changes that knob
+    alone: only the method it belongs to runs again, the rest comes from DVC's run cache."""
     work, _, _ = smoke_repo
     base = json.loads((work / "reports" / "main" / "metrics.json").read_text())["methods"]
-    cheap = ("-S", "methods=[fedavg,ensemble,dense]")  # dense: a method with server epochs
-    sh("dvc", "exp", "run", "--temp", "-n", "alpha001", "-S", "alpha=0.01", "-S", "++server.ensemble.weighting=samples",
-       *cheap, cwd=work)
-    sh("dvc", "exp", "run", "--temp", "-n", "clients10", "-S", "clients=10", *cheap, cwd=work)
+    cheap = ("-S", "methods=[fedavg,ensemble,dense]", "-S", "alpha=0.01")  # dense: a method with server epochs
+    sh("dvc", "exp", "run", "--temp", "-n", "alpha001", "-S", "++server.ensemble.weighting=samples", *cheap, cwd=work)
+    out = sh("dvc", "exp", "run", "--temp", "-n", "uniform", "-S", "++server.ensemble.weighting=uniform", *cheap,
+             cwd=work).stdout
+    ran = set(re.findall(r"Running stage '([^']+)'", out))
+    # nothing trained twice: the clients and the other servers come from the run cache (stages with uncached outputs,
+    # partition, evaluate@ and report, are not in it: they run again, in seconds)
+    assert "server@ensemble" in ran and not ran & {"train_clients", "server@fedavg", "server@dense"}, ran
     show = json.loads(sh("dvc", "exp", "show", "--json", cwd=work).stdout)
     cols = exp_columns(show)
     assert len(cols) <= 40, sorted(cols)
@@ -142,18 +148,20 @@ def test_experiments_readable_and_comparable(smoke_repo, tmp_path):
     assert "server.ensemble.weighting" in names  # the knob that differs, and no other method knob
     assert not any(k.startswith("server.") and k != "server.ensemble.weighting" for k in names), sorted(names)
     found = exp_metrics(work)
-    assert found["alpha001"][0]["alpha"] == 0.01 and found["clients10"][0]["clients"] == 10, found
-    for exp in ("alpha001", "clients10"):
+    assert found["alpha001"][0]["alpha"] == 0.01 and found["uniform"][0]["alpha"] == 0.01, found
+    for exp in ("alpha001", "uniform"):
         accs = found[exp][1]
         assert set(accs) == {"fedavg", "ensemble", "dense"}, accs
         for m, a in accs.items():
             assert 0.0 <= a["final"] <= a["best"] <= 100.0, (exp, m, a)
         assert accs["dense"]["epoch"] == 2
     assert found["alpha001"][0]["server"]["ensemble"]["weighting"] == "samples"
+    assert found["uniform"][0]["server"]["ensemble"]["weighting"] == "uniform"
+    assert found["uniform"][1]["fedavg"] == found["alpha001"][1]["fedavg"]  # the run cache's result, not a re-run
     assert {m: found["alpha001"][1][m]["final"] for m in ("fedavg", "ensemble")} != \
         {m: base[m]["acc_final"] for m in ("fedavg", "ensemble")}
     # the curves of both experiments, one panel per method (and logged quantity), one line per experiment
-    out = sh("dvc", "plots", "diff", "alpha001", "clients10", "--json", cwd=work)
+    out = sh("dvc", "plots", "diff", "alpha001", "uniform", "--json", cwd=work)
     shown = json.loads(out.stdout)
     # the top-level plot names every default method; those these experiments did not run have no file
     bad = [e for e in shown.get("errors") or [] if any(f"/{m}/" in e.get("source", "") for m in ("fedavg", "ensemble", "dense"))]
@@ -162,10 +170,10 @@ def test_experiments_readable_and_comparable(smoke_repo, tmp_path):
     acc = {pid: spec for pid, spec in plots.items() if pid.endswith("test_acc.tsv") and "/live/" in pid}
     assert {Path(pid).parts[3] for pid in acc} >= {"fedavg", "ensemble", "dense"}, sorted(plots)
     dense = acc["results/main/live/dense/plots/metrics/test_acc.tsv"][0]
-    assert set(dense["revisions"]) == {"alpha001", "clients10"}, dense["revisions"]
+    assert set(dense["revisions"]) == {"alpha001", "uniform"}, dense["revisions"]
     assert "accuracy-vs-epoch" in plots  # the top-level plot: every method in one panel
     html = tmp_path / "plots"
-    sh("dvc", "plots", "diff", "alpha001", "clients10", "-o", str(html), cwd=work)
+    sh("dvc", "plots", "diff", "alpha001", "uniform", "-o", str(html), cwd=work)
     assert (html / "index.html").stat().st_size > 0
     # the workspace is left as it was
     assert sh("git", "status", "--porcelain", cwd=work).stdout.strip() == ""

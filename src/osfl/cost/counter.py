@@ -6,10 +6,9 @@ registry: the stages that count their work depend on this file alone.
 """
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 from dataclasses import dataclass
-
-from torch.utils.flop_counter import FlopCounterMode
 
 
 @dataclass
@@ -28,7 +27,7 @@ def spent(enabled: bool):
     if not enabled:
         yield box
         return
-    with TotalFlops() as counter:
+    with total_flops_mode()() as counter:
         yield box
     box.flops = int(counter.get_total_flops())
 
@@ -44,11 +43,17 @@ class _NoModules:
         return False
 
 
-class TotalFlops(FlopCounterMode):
-    """``FlopCounterMode`` counting the total only. Its per-module breakdown hooks every module's forward and
-    backward, which makes ``torch.autograd.grad`` on a leaf fail ("A leaf node was passed to
-    _will_engine_execute_node", Co-Boosting's ODS step) and costs time; the counting itself is torch's."""
+@functools.cache
+def total_flops_mode() -> type:
+    """``FlopCounterMode`` counting the total only (a class made on first use: importing torch's flop counter pulls
+    in triton, a fifth of a second of every stage's start-up whether it counts or not). Its per-module breakdown
+    hooks every module's forward and backward, which makes ``torch.autograd.grad`` on a leaf fail ("A leaf node was
+    passed to _will_engine_execute_node", Co-Boosting's ODS step) and costs time; the counting itself is torch's."""
+    from torch.utils.flop_counter import FlopCounterMode
 
-    def __init__(self):
-        super().__init__(display=False)
-        self.mod_tracker = _NoModules()
+    class TotalFlops(FlopCounterMode):
+        def __init__(self):
+            super().__init__(display=False)
+            self.mod_tracker = _NoModules()
+
+    return TotalFlops

@@ -41,7 +41,6 @@ from typing import Sequence
 import numpy as np
 import torch
 import torch.nn as nn
-from scipy.optimize import linear_sum_assignment
 
 from ..errors import ConfigError
 from . import register
@@ -178,6 +177,8 @@ def match_to_anchor(model_state: State, anchor_state: State,
     weight(+bias) vectors. The last entry is None (output layer not permuted).
     """
     perms: list[torch.Tensor | None] = [None] * len(layers)
+    from scipy.optimize import linear_sum_assignment  # here, not at the top: half a second of every server's start-up
+
     current = {k: v for k, v in model_state.items()}
     for i, layer in enumerate(layers[:-1]):
         wk = layer.key("weight")

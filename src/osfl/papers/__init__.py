@@ -31,6 +31,7 @@ PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
     },
     "hfldd": {
         "datasets": None, "classes": None, "seeds": None, "public": None, "baselines": None,
+        "cost": ("target", "curve_targets"),
         "clustering": ("K", "public_size", "eps"),
         "kip": ("n_images", "steps", "lr", "reg", "target_batch", "early_stop", "depth", "w_std", "b_std"),
         "hybrid": ("T", "epochs", "batch_size", "lr", "momentum", "weight_decay", "weighting", "superclients",

@@ -1,0 +1,109 @@
+"""papers/hfldd/'s render on made-up runs: Tables II-IV beside the paper's, the cost model fed with a run's rounds and
+uploads, the figures, and a verdict on every check of SPEC §7."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from osfl.cost.traffic import fedavg_traffic, fedseq_traffic, hfldd_traffic
+from osfl.papers import hfldd
+
+PAPER = Path(__file__).resolve().parents[1] / "papers" / "hfldd"
+LENET = 44_426
+
+
+def _write(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj))
+
+
+def fake_run(root: Path, name: str, curves: dict[str, list[float]], homogeneous, heterogeneous, headers) -> None:
+    run = root / name
+    for method, accs in curves.items():
+        groups = {"fedseq": [[60] * 10] * 10, "cl": [[60000]], "fedavg": [[600]] * 100}.get(
+            method, [[600] * len(c) for c in heterogeneous])
+        _write(run / "rounds" / f"{method}.json", {
+            "method": method, "curve": [{"round": i + 1, "test_acc": a} for i, a in enumerate(accs)],
+            "acc_final": accs[-1], "rounds_run": len(accs), "groups": groups, "H": len(heterogeneous)})
+    _write(run / "clustering.json", {"homogeneous": homogeneous, "heterogeneous": heterogeneous, "headers": headers,
+                                     "H": len(heterogeneous), "K": len(homogeneous)})
+    _write(run / "soft_labels.json", {"public_size": 1000, "clients": 100, "upload_bytes": [1000 * 10 * 4] * 100})
+    members = [c for cl in heterogeneous for c in cl if c not in headers]
+    _write(run / "kip.json", {"clients": [{"client": c, "images": 100, "upload_bytes": 100 * 784} for c in members]})
+
+
+def ten_by_ten():
+    """C = 1: ten pure homogeneous clusters of ten, ten heterogeneous clusters of one client from each."""
+    homo = [list(range(k * 10, k * 10 + 10)) for k in range(10)]
+    hetero = [[k * 10 + j for k in range(10)] for j in range(10)]
+    return homo, hetero, [cl[0] for cl in hetero]
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("hfldd")
+    params = yaml.safe_load((PAPER / "params.yaml").read_text())
+    params.update(datasets=["fmnist"], classes=[1, 2, 10], seeds=[0])
+    homo, hetero, headers = ten_by_ten()
+    curves = {"hfldd": [70.0, 79.0, 81.0, 84.0], "fedavg": [60.0, 70.0, 75.0, 80.5],
+              "fedseq": [82.0, 85.0, 86.0, 87.0], "cl": [85.0, 87.0, 88.0, 89.0]}
+    for c in (1, 2, 10):
+        fake_run(tmp_path / "results", f"fmnist-c{c}-s0", curves, homo, hetero, headers)
+    written = hfldd.render(params, tmp_path / "results", tmp_path, tmp_path / "reports",
+                           published_root=str(PAPER / "published"), summary=tmp_path / "summary.json")
+    return tmp_path, params, written
+
+
+def test_table2_feeds_the_rounds_a_curve_needed_to_the_cost_model(rendered):
+    tmp, _, _ = rendered
+    t2 = (tmp / "reports" / "table2.md").read_text()
+    # the paper's printed rounds through our cost model: its three traffic numbers
+    row = next(x for x in t2.splitlines() if "paper's rounds through Eqs. 3, 6, 7 (H = 16)" in x)
+    assert [c.strip() for c in row.strip("|").split("|")[1:]] == ["39.92", "593.15", "38.98"]
+    # ours: HFLDD reaches 80 % in round 3 (printed 2), FedAvg in round 4, FedSeq in round 1
+    row = next(x for x in t2.splitlines() if x.startswith("| ours: Fashion-MNIST, C = 10, target 80 %: rounds/Accuracy"))
+    assert [c.strip() for c in row.strip("|").split("|")[1:]] == ["2/81.00", "3/80.50", "0/82.00"]
+    ours = {"HFLDD": hfldd_traffic(100, 1000, 10, 90 * 100, 784, 10, 3, LENET).mib,
+            "FedAvg": fedavg_traffic(100, 4, LENET).mib, "FedSeq": fedseq_traffic(10, 10, 1, LENET).mib}
+    row = next(x for x in t2.splitlines() if x.startswith("| ours: Fashion-MNIST, C = 10, target 80 %: Traffic (MB)"))
+    assert [c.strip() for c in row.strip("|").split("|")[1:]] == [f"{v:.2f}" for v in ours.values()]
+    t3 = (tmp / "reports" / "table3.md").read_text()
+    assert "(H = 23)" in t3 and "5844.32" in t3 and "| ours:" not in t3  # no CIFAR-10 run: the paper's rows alone
+
+
+def test_table4_puts_ours_at_the_clusterings_k(rendered):
+    tmp, _, _ = rendered
+    t4 = (tmp / "reports" / "table4.md").read_text()
+    row = next(x for x in t4.splitlines() if x.startswith("| Fashion-MNIST (C = 2)"))
+    cells = [c.strip() for c in row.strip("|").split("|")[1:]]
+    assert cells[5] == "84.00 / —" and cells.count("—") == 6  # K = 10 is the sixth column (K = 5..11)
+    row = next(x for x in t4.splitlines() if x.startswith("| MNIST (C = 1)"))
+    assert "— / 98.1" in row  # the paper's rows stay, ours empty
+
+
+def test_every_spec_check_gets_a_verdict_and_the_figures_are_drawn(rendered):
+    tmp, _, written = rendered
+    readme = (tmp / "reports" / "README.md").read_text()
+    assert "§7 traffic formulas (Table II: the paper's rounds and H through Eqs. 3, 6, 7 give its printed MiB): holds" in readme
+    assert "§7 traffic formulas (Table III" in readme and "parameter counts" in readme and "(44,426, 1,020,160)" in readme
+    assert "§7 clustering sanity, Fashion-MNIST C = 1: H ≈ 10" in readme and "(H = 10 over seeds" in readme
+    assert "§7 clustering sanity, Fashion-MNIST C = 10: uneven clusters, H above 10" in readme  # H = 10: does not hold
+    assert "§7 HFLDD ≥ the baselines, Fashion-MNIST C = 2: does not hold (HFLDD 84.00, FedAvg 80.50, FedSeq 87.00" in readme
+    assert "§7 HFLDD has the lowest traffic to reach the targets at C = 2, Fashion-MNIST" in readme
+    assert "dvc repro render" in readme  # the command per artifact
+    for stem in ("fig3", "fig5", "fig6", "fig7"):
+        assert (tmp / "reports" / f"{stem}.png").stat().st_size > 0, stem
+    summary = json.loads((tmp / "summary.json").read_text())
+    assert summary["table2"]["paper_traffic_reproduced"] and summary["table3"]["paper_traffic_reproduced"]
+    assert summary["claims"]["checked"] >= 10
+
+
+def test_topology_graph_follows_the_clustering():
+    from osfl.reporting.topology import cluster_graph
+
+    homo, hetero, headers = ten_by_ten()
+    g = cluster_graph({"homogeneous": homo, "heterogeneous": hetero, "headers": headers})
+    assert g.number_of_nodes() == 101 and g.degree("S") == 10
+    assert all(g.degree(h) == 10 for h in headers)  # the server and nine members
+    assert {g.nodes[c]["homogeneous"] for c in hetero[3]} == set(range(10))  # one client of every label group
