@@ -20,6 +20,7 @@ A run is ``results/<dataset>-c<C>-s<seed>/`` (N clients holding C classes each).
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -29,7 +30,7 @@ import pandas as pd
 
 from ..cost.traffic import fedavg_traffic, fedseq_traffic, hfldd_traffic, rounds_to_target
 from ..reporting.figures import curve_panels
-from ..reporting.published import load_artifacts
+from ..reporting.published import load_artifacts, load_published_table
 from ..reporting.runs import write_status
 from ..reporting.spread import format_spread, mean_std
 from ..reporting.tables import MARKDOWN_NA, write_table
@@ -38,6 +39,7 @@ from ..reporting.topology import topology_panels
 DATASET_LABELS = {"mnist": "MNIST", "cifar10": "CIFAR10", "fmnist": "Fashion-MNIST"}
 METHODS = {"hfldd": "HFLDD", "fedavg": "FedAvg", "fedseq": "FedSeq", "cl": "CL"}
 COST_METHODS = ("hfldd", "fedavg", "fedseq")  # the methods of Tables II-III and Fig. 6
+COST_METHODS_LABELS = tuple(METHODS[m] for m in COST_METHODS)  # their columns in the paper's tables
 #: which of our datasets land in which cost table (the paper's dataset first)
 COST_TABLE_DATASETS = {"table2": ("mnist", "fmnist"), "table3": ("cifar10",)}
 #: the paper's default target accuracy per table (Table II: 80 %, Table III: 70 %)
@@ -86,6 +88,7 @@ def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[di
     return out
 
 
+@functools.cache
 def model_params(model: str, dataset: str) -> int:
     """Parameters of ``model`` built for ``dataset`` (the |w| of the cost model)."""
     from ..data import get_spec
@@ -142,9 +145,10 @@ def _cell(values, fmt=".2f") -> str:
 
 def paper_cost_rows(art, headers: int, paper_params: int, image_bytes: int) -> tuple[dict, dict]:
     """The paper's three rows as printed, and its printed rounds through our Eqs. 3, 6, 7 (the check of SPEC §1.8)."""
-    df = pd.read_csv(art.file, dtype=str)
-    rows = {f"paper: {m}": {c: df.loc[i, c] for c in COST_METHODS_LABELS} for i, m in enumerate(df["Metrics"])}
-    printed = {c: int(str(df.loc[0, c]).split("/")[0]) + 1 for c in COST_METHODS_LABELS}
+    table = load_published_table(art, "text")  # rows "<target>, <metric>", cells as printed
+    by_metric = {label.split(", ")[-1]: label for label in table.index}
+    rows = {f"paper: {m}": {c: table.loc[label, c] for c in COST_METHODS_LABELS} for m, label in by_metric.items()}
+    printed = {c: int(str(table.loc[by_metric["rounds/Accuracy"], c]).split("/")[0]) + 1 for c in COST_METHODS_LABELS}
     n, d_g, n_c, per_member, o, j = 100, 1000, 10, 100, 10, 10  # the paper's N, |D_g|, classes, |D~_i|, FedSeq's O, J
     traffic = {"HFLDD": hfldd_traffic(n, d_g, n_c, (n - headers) * per_member, image_bytes, headers, printed["HFLDD"],
                                       paper_params),
@@ -152,11 +156,11 @@ def paper_cost_rows(art, headers: int, paper_params: int, image_bytes: int) -> t
                "FedSeq": fedseq_traffic(o, j, printed["FedSeq"], paper_params)}
     ours = {c: f"{t.mib:.2f}" for c, t in traffic.items()}
     rows[f"paper's rounds through Eqs. 3, 6, 7 (H = {headers}): Traffic (MB)"] = ours
-    same = {c: f"{traffic[c].mib:.2f}" == str(df.loc[1, c]).strip() for c in COST_METHODS_LABELS}
+    same = {c: f"{traffic[c].mib:.2f}" == str(table.loc[by_metric["Traffic (MB)"], c]).strip()
+            for c in COST_METHODS_LABELS}
     return rows, same
 
 
-COST_METHODS_LABELS = ("HFLDD", "FedAvg", "FedSeq")
 #: the paper's setting behind Tables II/III: its model's parameters, its image bytes, H inferred from its traffic
 PAPER_COST = {"table2": ("lenet5", "mnist", "H_MNIST_C10"), "table3": ("fedd3_cnn", "cifar10", "H_CIFAR10_C10")}
 
@@ -207,7 +211,7 @@ def cost_table(params: dict, runs: dict, art, fig5_meta: dict) -> tuple[pd.DataF
 
 def table4(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
     """The paper's K columns per (dataset, C) row; ours at K = clustering.K beside the paper's there, with Δ."""
-    paper = pd.read_csv(art.file, index_col=0)
+    paper = load_published_table(art)
     k = int((params.get("clustering") or {}).get("K", 10))
     rows, numbers = {}, {}
     for label in paper.index:

@@ -8,8 +8,6 @@ homogeneous clusters alone (each a ring of its clients), as the paper's insets d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
-
 import networkx as nx
 
 from .figures import _draw_panels
@@ -57,8 +55,7 @@ def draw_topology(ax, clustering: Clustering, *, seed: int = 0, inset: bool = Tr
     sizes = [60 if g.nodes[n]["role"] == "server" else 28 if g.nodes[n]["role"] == "header" else 12 for n in g.nodes]
     nx.draw_networkx_edges(g, pos, ax=ax, width=0.4, edge_color="0.6")
     nx.draw_networkx_nodes(g, pos, ax=ax, node_size=sizes, node_color=_colours(g), linewidths=0)
-    small = [n for h, cl in zip(clustering["headers"], clustering["heterogeneous"]) if len(cl) < highlight_below
-             for n in cl]
+    small = [n for cl in clustering["heterogeneous"] if len(cl) < highlight_below for n in cl]
     if small:
         nx.draw_networkx_nodes(g, pos, nodelist=small, ax=ax, node_size=40, node_color="none", edgecolors="red",
                                linewidths=0.8)
@@ -81,8 +78,4 @@ def topology_panels(panels: dict[str, Clustering | None], out_stem: Path, *, sup
                         suptitle=suptitle, missing=missing)
 
 
-def homogeneous_sizes(clustering: Clustering) -> Sequence[int]:
-    return sorted((len(m) for m in clustering["homogeneous"]), reverse=True)
-
-
-__all__ = ["cluster_graph", "draw_topology", "homogeneous_graph", "homogeneous_sizes", "topology_panels"]
+__all__ = ["cluster_graph", "draw_topology", "homogeneous_graph", "topology_panels"]
