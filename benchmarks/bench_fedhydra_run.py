@@ -18,7 +18,6 @@ test: numbers depend on the machine. Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -34,11 +33,7 @@ from osfl.methods import METHODS
 from osfl.methods.base import ServerContext
 from osfl.models import build_model
 from osfl.partition import make_partition
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+from _bench import devices, device_name, sync, write_results  # benchmarks/_bench.py (run as a script: its folder is on sys.path)
 
 
 def run(device, profile, fast: bool, data, part, args) -> dict:
@@ -94,10 +89,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         data = load_digits_arrays(None, Path(tmp))
     part = make_partition(data.y_train, "dirichlet", args.clients, seed=0, num_classes=10, alpha=0.5)
-    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     rows = []
-    for dev in devices:
-        name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
+    for dev in devices():
+        name = device_name(dev)
         for fast in (False, True):  # warm-up: allocator, vmap tracing, cuDNN autotune (a tiny local run)
             train_clients([build_model("cnn2", (1, 28, 28), 10).to(dev) for _ in range(2)],
                           [(torch.zeros(8, 1, 28, 28, dtype=torch.uint8, device=dev),
@@ -113,8 +107,7 @@ def main():
         for k, label in (("local_s", "local training"), ("server_s", "server (MS + HASA)"), ("total_s", "whole run")):
             print(f"  {label:20s} reference {ref[k]:8.1f} s   fast {fst[k]:8.1f} s   speed-up {ratios[k]:.2f}x")
         print(f"  final accuracy: reference {ref['final_acc']:.2f}%, fast {fst['final_acc']:.2f}%")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"torch": torch.__version__, "results": rows}, indent=2))
+    write_results(args.out, rows)
 
 
 if __name__ == "__main__":

@@ -16,20 +16,14 @@ Usage: ``python benchmarks/bench_generator.py [--clients 5] [--batch 64] [--ngf 
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from osfl.distill import BatchedEnsemble, make_generator
 from osfl.models import build_model
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+from _bench import devices, device_name, sync, write_results  # benchmarks/_bench.py (run as a script: its folder is on sys.path)
 
 
 def steps_per_s(batched: bool, models, args, device, shape) -> tuple[float, float]:
@@ -71,21 +65,19 @@ def main():
     ap.add_argument("--out", default="benchmarks/out/generator.json")
     args = ap.parse_args()
     shape = (3, 32, 32) if args.arch.startswith("cnn3") or args.arch == "resnet18" else (1, 28, 28)
-    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     rows = []
-    for dev in devices:
+    for dev in devices():
         torch.manual_seed(1)
         models = [build_model(args.arch, shape, 10).to(dev).eval() for _ in range(args.clients)]
         ref, loss_ref = steps_per_s(False, models, args, dev, shape)
         fst, loss_fst = steps_per_s(True, models, args, dev, shape)
-        name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
+        name = device_name(dev)
         rows.append({"device": name, "looped_steps_per_s": ref, "batched_steps_per_s": fst, "ratio": fst / ref,
                      "first_loss_looped": loss_ref, "first_loss_batched": loss_fst, **vars(args)})
         print(f"{name}: looped {ref:.2f} steps/s, batched {fst:.2f} steps/s, ratio {fst / ref:.2f}x "
               f"({args.clients} x {args.arch}, batch {args.batch}, ngf {args.ngf}; "
               f"first loss {loss_ref:.6f} vs {loss_fst:.6f})")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"torch": torch.__version__, "results": rows}, indent=2))
+    write_results(args.out, rows)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ numbers depend on the machine. Data: the embedded digits for 1x28x28 models, ran
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 import warnings
@@ -36,6 +35,7 @@ from osfl.clients.batched import train_classifiers_batched
 from osfl.clients.training import train_classifier
 from osfl.data.digits import load_digits_arrays
 from osfl.models import build_model
+from _bench import devices, device_name, sync, write_results  # benchmarks/_bench.py (run as a script: its folder is on sys.path)
 
 HP = dict(lr=0.01, momentum=0.9, weight_decay=0.0)
 
@@ -52,11 +52,6 @@ class PILDataset(Dataset):
 
     def __getitem__(self, i):
         return self.tf(self.images[i]), int(self.y[i])
-
-
-def sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def reference(x, y, device, epochs, batch, arch):
@@ -145,10 +140,9 @@ def main():
     shape = (1, 28, 28) if args.arch in ("cnn2", "lenet5", "lenet5_avg") else (3, 32, 32)
     x, y = bench_data(shape, args.samples)
     parts = client_split(args.samples, args.clients)
-    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     rows = []
-    for dev in devices:
-        name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
+    for dev in devices():
+        name = device_name(dev)
         row = {"device": name, "arch": args.arch, "batch": args.batch, "samples": args.samples,
                "epochs": args.epochs, "clients": args.clients, "client_sizes": [len(p) for p in parts]}
         fast(x[:512], y[:512], dev, 1, args.batch, args.arch)  # warm-up (allocator, cuDNN autotune)
@@ -178,8 +172,7 @@ def main():
         print(f"{name}: {args.clients} clients (sizes {row['client_sizes']}): one by one {seq:,.0f} samples/s, "
               f"batched {bat:,.0f} samples/s, ratio {bat / seq:.2f}x; largest weight difference {diff:.1e}{floor}")
         rows.append(row)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"torch": torch.__version__, "results": rows}, indent=2))
+    write_results(args.out, rows)
 
 
 if __name__ == "__main__":

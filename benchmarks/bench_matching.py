@@ -16,15 +16,14 @@ when present); writes JSON. Not a test: numbers depend on the machine. Usage:
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import torch
 
 from osfl.condense import distribution_matching
 from osfl.condense.settings import DEFAULT_LAYERS
 from osfl.models import build_model
+from _bench import devices, device_name, sync, write_results  # benchmarks/_bench.py (run as a script: its folder is on sys.path)
 
 SHAPES = {"cnn3": (1, 28, 28), "cnn2": (1, 28, 28), "lenet5": (1, 28, 28), "resnet18": (3, 32, 32)}
 
@@ -35,12 +34,10 @@ def run(batched: bool, models, x, y, args, layers):
     kw = dict(ipc=2, layers=layers, lr=1e-3, real_batch=args.per_class, batch_classes=batched)
     first = distribution_matching(models, x, y, iterations=stages + [1], gen=torch.Generator().manual_seed(0),
                                   **kw).losses[0]
-    if x.device.type == "cuda":
-        torch.cuda.synchronize()
+    sync(x.device)
     t0 = time.perf_counter()
     distribution_matching(models, x, y, iterations=stages + [args.steps], gen=torch.Generator().manual_seed(1), **kw)
-    if x.device.type == "cuda":
-        torch.cuda.synchronize()
+    sync(x.device)
     return (time.perf_counter() - t0) / args.steps, first
 
 
@@ -55,9 +52,8 @@ def main():
     args = ap.parse_args()
     shape = SHAPES[args.arch]
     layers = DEFAULT_LAYERS.get(args.arch) or {"lenet5": ["features.2", "features.5"]}[args.arch]
-    devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     rows = []
-    for dev in devices:
+    for dev in devices():
         torch.manual_seed(1)
         models = [build_model(args.arch, shape, 10).to(dev) for _ in range(args.members)]
         g = torch.Generator().manual_seed(2)
@@ -65,14 +61,13 @@ def main():
         y = torch.arange(args.classes).repeat_interleave(args.per_class).to(dev)
         ref, loss_ref = run(False, models, x, y, args, layers)
         fst, loss_fst = run(True, models, x, y, args, layers)
-        name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)"
+        name = device_name(dev)
         rows.append({"device": name, "reference_s_per_step": ref, "fast_s_per_step": fst, "ratio": ref / fst,
                      "first_loss_reference": loss_ref, "first_loss_fast": loss_fst, **vars(args)})
         print(f"{name}: reference {ref:.3f} s/step, fast {fst:.3f} s/step, speed-up {ref / fst:.2f}x "
               f"({args.members} x {args.arch}, {args.classes} classes x {args.per_class} real images; "
               f"first loss {loss_ref:.6g} vs {loss_fst:.6g})")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"torch": torch.__version__, "results": rows}, indent=2))
+    write_results(args.out, rows)
 
 
 if __name__ == "__main__":
