@@ -1,6 +1,7 @@
 """Shared by the pipeline tests: run a command with the venv's tools first on PATH, copy the working tree."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -10,6 +11,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import yaml
 
 BIN = str(Path(sys.executable).parent)
 # one thread per process: stages run under pytest-xdist workers that share the machine's cores
@@ -79,6 +82,19 @@ def init_repo(work: Path, remote: Path) -> None:
     sh("dvc", "remote", "add", "-f", "-d", "--local", "testremote", str(remote), cwd=work)
     sh("git", "add", "-A", cwd=work)
     sh("git", "commit", "-q", "-m", "copy", cwd=work)
+
+
+@contextlib.contextmanager
+def repo_copy(repo_root: Path, work: Path, project: str = "."):
+    """A copy of the working tree at ``work`` (:func:`copy_worktree`) whose ``<project>/params.yaml`` the caller edits
+    inside the block, through the dict it yields; on leaving, the params are written back and the copy becomes a git
+    repository with ``work.parent / "remote"`` as its DVC remote (:func:`init_repo`)."""
+    copy_worktree(repo_root, work)
+    pf = work / project / "params.yaml"
+    params = yaml.safe_load(pf.read_text())
+    yield params
+    pf.write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
+    init_repo(work, work.parent / "remote")
 
 
 def compile_latex(bodies: list[str], folder: Path) -> Path:

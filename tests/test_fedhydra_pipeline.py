@@ -18,8 +18,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-import yaml
-from helpers import compile_latex, copy_worktree, dag, init_repo, sh
+from helpers import compile_latex, dag, repo_copy, sh
 
 pytestmark = pytest.mark.slow
 SUB = "papers/fedhydra"  # a DVC project of its own: its commands run there
@@ -30,30 +29,27 @@ FIGURES = ("figure03", "figure04", "figure05", "figure06", "figure07", "figure08
 @pytest.fixture(scope="module")
 def fedhydra_repo(tmp_path_factory, repo_root):
     work = tmp_path_factory.mktemp("fedhydra") / "repo"
-    copy_worktree(repo_root, work)
-    pf = work / "papers" / "fedhydra" / "params.yaml"
-    params = yaml.safe_load(pf.read_text())
-    params.update(profile="smoke", datasets=["cifar10"], splits=["dir0.5"],
-                  methods=["fedavg", "dense", "fedhydra"], lambdas=params["lambdas"][:1])
-    # the 2-layer CNN (BN, so the BN-statistics losses run) instead of the 3-layer CNN with 128 channels: wiring,
-    # not a model, is under test (the paper's choice stays in papers/fedhydra/params.yaml)
-    params["model"]["cifar10"] = "cnn2"
-    # every other experiment family once, on the CIFAR-10 stand-in; heterogeneous clients of two small
-    # architectures (grouped by architecture as M1..M5 are) and a 2-layer CNN server
-    params["hetero"].update(datasets=["cifar10"], splits=["dir0.5"], methods=["fedhydra"],
-                            client_models="cnn2,lenet5_avg,cnn2,lenet5_avg,cnn2", server_model="cnn2")
-    params["ksweep"].update(datasets=["cifar10"], clients=[10], methods=["fedavg"])
-    params["multiround"].update(datasets=["cifar10"], splits=["dir0.5"], methods=["fedavg"])  # DENSE: test_multi_round
-    params["rounds"] = {"T": 2, "local_epochs": 50}
-    params["timing"].update(datasets=["cifar10"], runs=[1])
-    params["localcurve"].update(datasets=["cifar10"], split="dir0.5", epochs=200, every=100)
-    params["paper_columns"] = {}  # GPU-sized: never in CI
-    params["spread"] = {"splits": ["dir0.5"], "seeds": [1]}  # a second seed of Table 1's cells
-    params["variants"] = {"fedhydra_literal": ["dir0.5"], "dense_code": ["dir0.5"]}
-    pf.write_text(yaml.safe_dump(params, sort_keys=False))
-    # the committed paper-profile column (GPU-made, a frozen stage's git-tracked results) feeds the render stage
-    shutil.copytree(repo_root / SUB / "results" / "paper", work / SUB / "results" / "paper")
-    init_repo(work, work.parent / "remote")
+    with repo_copy(repo_root, work, "papers/fedhydra") as params:
+        params.update(profile="smoke", datasets=["cifar10"], splits=["dir0.5"],
+                      methods=["fedavg", "dense", "fedhydra"], lambdas=params["lambdas"][:1])
+        # the 2-layer CNN (BN, so the BN-statistics losses run) instead of the 3-layer CNN with 128 channels: wiring,
+        # not a model, is under test (the paper's choice stays in papers/fedhydra/params.yaml)
+        params["model"]["cifar10"] = "cnn2"
+        # every other experiment family once, on the CIFAR-10 stand-in; heterogeneous clients of two small
+        # architectures (grouped by architecture as M1..M5 are) and a 2-layer CNN server
+        params["hetero"].update(datasets=["cifar10"], splits=["dir0.5"], methods=["fedhydra"],
+                                client_models="cnn2,lenet5_avg,cnn2,lenet5_avg,cnn2", server_model="cnn2")
+        params["ksweep"].update(datasets=["cifar10"], clients=[10], methods=["fedavg"])
+        # DENSE's multi-round run: tests/test_multi_round.py
+        params["multiround"].update(datasets=["cifar10"], splits=["dir0.5"], methods=["fedavg"])
+        params["rounds"] = {"T": 2, "local_epochs": 50}
+        params["timing"].update(datasets=["cifar10"], runs=[1])
+        params["localcurve"].update(datasets=["cifar10"], split="dir0.5", epochs=200, every=100)
+        params["paper_columns"] = {}  # GPU-sized: never in CI
+        params["spread"] = {"splits": ["dir0.5"], "seeds": [1]}  # a second seed of Table 1's cells
+        params["variants"] = {"fedhydra_literal": ["dir0.5"], "dense_code": ["dir0.5"]}
+        # the committed paper-profile column (GPU-made, a frozen stage's git-tracked results) feeds the render stage
+        shutil.copytree(repo_root / SUB / "results" / "paper", work / SUB / "results" / "paper")
     out = sh("dvc", "repro", cwd=work / SUB)
     return work, out
 
@@ -174,18 +170,14 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
     """The paper's whole grid (every dataset, split, method and family) is a valid DAG: DVC resolves every stage
     of it and builds the graph (`dvc dag`: no cycle, no output written by two stages)."""
     work = tmp_path / "repo"
-    copy_worktree(repo_root, work)
-    pf = work / "papers" / "fedhydra" / "params.yaml"
-    params = yaml.safe_load(pf.read_text())
-    params["datasets"] = ["mnist", "fmnist", "svhn", "cifar10"]
-    params["hetero"]["datasets"] = ["cifar10", "svhn"]
-    params["ksweep"]["datasets"] = ["svhn", "cifar10"]
-    params["multiround"]["datasets"] = ["cifar10", "svhn"]
-    params["localcurve"]["datasets"] = ["cifar10"]
-    params["timing"]["datasets"] = ["cifar10"]
-    params["paper_columns"] = {}
-    pf.write_text(yaml.safe_dump(params, sort_keys=False))
-    init_repo(work, tmp_path / "remote")
+    with repo_copy(repo_root, work, "papers/fedhydra") as params:
+        params["datasets"] = ["mnist", "fmnist", "svhn", "cifar10"]
+        params["hetero"]["datasets"] = ["cifar10", "svhn"]
+        params["ksweep"]["datasets"] = ["svhn", "cifar10"]
+        params["multiround"]["datasets"] = ["cifar10", "svhn"]
+        params["localcurve"]["datasets"] = ["cifar10"]
+        params["timing"]["datasets"] = ["cifar10"]
+        params["paper_columns"] = {}
     ran, dot = dag(work / SUB)
     assert '"train@cifar10-dir0.5" -> "server@cifar10-dir0.5-fedhydra"' in dot
     n_ds, n_sp, n_m, n_lam = 4, len(params["splits"]), len(params["methods"]), len(params["lambdas"])

@@ -101,7 +101,7 @@ def test_every_table2_cell_within_one_percent():
 # ---------------------------------------------------------------------------------------------------------
 # the whole pipeline at smoke, in a temporary copy of the repository
 
-from helpers import copy_worktree, dag, init_repo, sh  # noqa: E402
+from helpers import dag, repo_copy, sh  # noqa: E402
 
 SUB = "papers/fedmho"
 
@@ -113,38 +113,35 @@ def fedmho_repo(tmp_path_factory, repo_root):
     wiring, not a model, is under test (the models are checked in test_fedmho_models.py; the paper's choices stay in
     params.yaml). Mean ± std over seeds is checked on its own (test_table4_shows_mean_and_spread_over_seeds)."""
     work = tmp_path_factory.mktemp("fedmho") / "repo"
-    copy_worktree(repo_root, work)
-    pf = work / SUB / "params.yaml"
-    params = yaml.safe_load(pf.read_text())
-    params.update(profile="smoke", datasets=["fmnist"], splits=["dir0.5"], seeds=[0], model="cnn2")
-    params["parts"] = [p for p in params["parts"] if p["name"] != "cvae_large_second"]  # read by no kept variant
-    for part in params["parts"]:
-        if part["model"] == "vgg9":
-            part["model"] = "cnn2"
-        if part["model"] == "cvae_large":  # FedCVAE's large clients: the MLP CVAE too (a sixth of the time)
-            part["model"] = "cvae_small"
-    # one variant per artifact: Table VI and Fig. 6 on the Table IV run; Tables V, VIII and Figs. 2, 8 as sweeps on the
-    # same (Fashion-MNIST stand-in) run, whose rows are then named after Fashion and carry no paper number
-    keep = {"fedmho-md-noclean", "fedmho-md-e100", "fedavg_vote-large10", "fedmho-md-l1-2", "fedmho-md-k40",
-            "fedmho-md-m2000", "dense-large", "fedmho-md-ce10", "fedmho-md-le10", "fedmho-md-trainable",
-            "fedavg_vote-x", "fedmho-md-x"}
-    params["variants"] = [v for v in params["variants"] if v["id"] in keep]
-    sweeps = params["sweeps"]
-    parts = [p for p in sweeps["parts"] if p["name"] in ("cvae_small_ce10", "vgg9_le10", "x_large", "x_cnn",
-                                                          "x_cvae_small")]
-    for part in parts:
-        part["model"] = "cnn2" if part["model"] == "vgg9" else part["model"]
-        if part["name"] == "x_large":  # Table X's eight classifiers: three architectures, one of torchvision's
-            part["model"] = ["mobilenet_v2"] * 2 + ["cnn_mnist"] * 2 + ["cnn2"] * 4
-    for var in sweeps["variants"]:  # Table X's global model: the EMNIST CNN (no client has it) for EfficientNet-V2-S
-        var["set"] = var["set"].replace("model=efficientnet_v2_s", "model=cnn_emnist")  # MobileNet-V2: 33 s
-    params["sweeps"] = {"datasets": ["fmnist"], "parts": parts, "fid": ["cvae_small_ce10", "cvae_small"],
-                        "variants": [v for v in sweeps["variants"] if v["id"] in keep],
-                        # Table VII: one N, the parts and two of the columns it shows
-                        "clients": [6], "clients_parts": ["vgg9", "cvae_small", "cvae_large"],
-                        "clients_columns": [c for c in sweeps["clients_columns"] if c["id"] in ("fedcvae", "fedmho-md")]}
-    pf.write_text(yaml.safe_dump(params, sort_keys=False))
-    init_repo(work, work.parent / "remote")
+    with repo_copy(repo_root, work, SUB) as params:
+        params.update(profile="smoke", datasets=["fmnist"], splits=["dir0.5"], seeds=[0], model="cnn2")
+        params["parts"] = [p for p in params["parts"] if p["name"] != "cvae_large_second"]  # read by no kept variant
+        for part in params["parts"]:
+            if part["model"] == "vgg9":
+                part["model"] = "cnn2"
+            if part["model"] == "cvae_large":  # FedCVAE's large clients: the MLP CVAE too (a sixth of the time)
+                part["model"] = "cvae_small"
+        # one variant per artifact: Table VI and Fig. 6 on the Table IV run; Tables V, VIII and Figs. 2, 8 as sweeps on
+        # the same (Fashion-MNIST stand-in) run, whose rows are then named after Fashion and carry no paper number
+        keep = {"fedmho-md-noclean", "fedmho-md-e100", "fedavg_vote-large10", "fedmho-md-l1-2", "fedmho-md-k40",
+                "fedmho-md-m2000", "dense-large", "fedmho-md-ce10", "fedmho-md-le10", "fedmho-md-trainable",
+                "fedavg_vote-x", "fedmho-md-x"}
+        params["variants"] = [v for v in params["variants"] if v["id"] in keep]
+        sweeps = params["sweeps"]
+        parts = [p for p in sweeps["parts"] if p["name"] in ("cvae_small_ce10", "vgg9_le10", "x_large", "x_cnn",
+                                                              "x_cvae_small")]
+        for part in parts:
+            part["model"] = "cnn2" if part["model"] == "vgg9" else part["model"]
+            if part["name"] == "x_large":  # Table X's eight classifiers: three architectures, one of torchvision's
+                part["model"] = ["mobilenet_v2"] * 2 + ["cnn_mnist"] * 2 + ["cnn2"] * 4
+        for var in sweeps["variants"]:  # Table X's global model: the EMNIST CNN (no client has it), not EfficientNet
+            var["set"] = var["set"].replace("model=efficientnet_v2_s", "model=cnn_emnist")  # MobileNet-V2: 33 s
+        params["sweeps"] = {"datasets": ["fmnist"], "parts": parts, "fid": ["cvae_small_ce10", "cvae_small"],
+                            "variants": [v for v in sweeps["variants"] if v["id"] in keep],
+                            # Table VII: one N, the parts and two of the columns it shows
+                            "clients": [6], "clients_parts": ["vgg9", "cvae_small", "cvae_large"],
+                            "clients_columns": [c for c in sweeps["clients_columns"]
+                                                if c["id"] in ("fedcvae", "fedmho-md")]}
     out = sh("dvc", "repro", cwd=work / SUB)
     return work, params, out
 
@@ -205,13 +202,9 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
     """The paper's whole grid (four datasets, three splits, the seeds, every part, column, variant and the EMNIST
     sweeps) is a valid DAG: DVC resolves every stage and builds the graph (`dvc dag`)."""
     work = tmp_path / "repo"
-    copy_worktree(repo_root, work)
-    pf = work / SUB / "params.yaml"
-    params = yaml.safe_load(pf.read_text())
-    params.update(datasets=["mnist", "fmnist", "svhn", "emnist"], seeds=[0, 1, 2])
-    params["sweeps"]["datasets"] = ["emnist"]
-    pf.write_text(yaml.safe_dump(params, sort_keys=False))
-    init_repo(work, tmp_path / "remote")
+    with repo_copy(repo_root, work, SUB) as params:
+        params.update(datasets=["mnist", "fmnist", "svhn", "emnist"], seeds=[0, 1, 2])
+        params["sweeps"]["datasets"] = ["emnist"]
     nodes, dot = dag(work / SUB)
     names = [n.split("@")[0] for n in nodes]
     assert '"train@emnist-dir0.1-2-part0" -> "server@emnist-dir0.1-2-col7"' in dot  # VGG-9s feed FedMHO-SD

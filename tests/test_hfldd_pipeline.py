@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import copy_worktree, init_repo, sh, stage_families
+from helpers import repo_copy, sh, stage_families
 
 PAPER = Path(__file__).resolve().parents[1] / "papers" / "hfldd"
 SUB = "papers/hfldd"
@@ -28,14 +28,10 @@ def hfldd_repo(tmp_path_factory, repo_root):
     """`dvc repro` of papers/hfldd/ at smoke on the Fashion-MNIST stand-in: C = 2, one seed, 10 clients, 10 KIP steps:
     wiring, not a model, is under test (KIP: test_kip.py; the rounds: test_rounds_resume.py)."""
     work = tmp_path_factory.mktemp("hfldd") / "repo"
-    copy_worktree(repo_root, work)
-    pf = work / SUB / "params.yaml"
-    params = yaml.safe_load(pf.read_text())
-    params.update(profile="smoke", classes=[2], seeds=[0], clients=10, kip={"steps": 100, "n_images": 10},
-                  clustering={"K": 5, "public_size": 200}, hybrid={"T": 300, "superclients": 5},
-                  cost={**params["cost"], "curve_targets": [0, 1]})  # Fig. 6's targets: reached by a smoke run
-    pf.write_text(yaml.safe_dump(params, sort_keys=False))
-    init_repo(work, work.parent / "remote")
+    with repo_copy(repo_root, work, SUB) as params:
+        params.update(profile="smoke", classes=[2], seeds=[0], clients=10, kip={"steps": 100, "n_images": 10},
+                      clustering={"K": 5, "public_size": 200}, hybrid={"T": 300, "superclients": 5},
+                      cost={**params["cost"], "curve_targets": [0, 1]})  # Fig. 6's targets: reached by a smoke run
     out = sh("dvc", "repro", cwd=work / SUB)
     return work, params, out
 

@@ -85,7 +85,7 @@ def test_table1_keeps_the_papers_rows_and_adds_ours(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # the pipeline end to end (slow)
 
-from helpers import copy_worktree, init_repo, sh, stage_families  # noqa: E402
+from helpers import repo_copy, sh, stage_families  # noqa: E402
 
 
 # the smoke run keeps a slice of every kind of column (the full lists: test_every_ablation_row_has_a_run..., and
@@ -103,20 +103,16 @@ def ofeded_repo(tmp_path_factory, repo_root):
     the 3-layer CNN, the 2-layer CNN for Table 2's ResNet-18, and the distribution matching runs 3 steps: wiring, not a
     model, is under test (the matching itself: test_condense.py)."""
     work = tmp_path_factory.mktemp("ofeded") / "repo"
-    copy_worktree(repo_root, work)
-    pf = work / SUB / "params.yaml"
-    params = yaml.safe_load(pf.read_text())
-    params.update(profile="smoke", datasets=["fmnist"], splits=["dir0.3"], seeds=[0], model="lenet5", dp_sigmas=[1])
-    params["condense"] = {**params["condense"], "iterations": [10, 20],  # two layers; x0.1 at smoke
-                          "layers": {"lenet5": ["features.2", "features.5"]}}
-    params["variants"] = [v for v in params["variants"] if v["id"] in KEEP_VARIANTS]
-    params["resnet"] = {**params["resnet"], "model": "cnn2", "condense": "condense.iterations=[10,20]",
-                        "columns": [c for c in params["resnet"]["columns"] if c["method"] == "ensemble"]}
-    params["server"]["fadi"] = {"inv_steps": 20}  # x0.1 at smoke: 2 inversion steps per batch
-    params["columns"] = [c for c in params["columns"] if c["id"] in KEEP]
-    params["s_columns"] = [c for c in params["s_columns"] if c["id"] in KEEP]
-    pf.write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
-    init_repo(work, work.parent / "remote")
+    with repo_copy(repo_root, work, SUB) as params:
+        params.update(profile="smoke", datasets=["fmnist"], splits=["dir0.3"], seeds=[0], model="lenet5", dp_sigmas=[1])
+        params["condense"] = {**params["condense"], "iterations": [10, 20],  # two layers; x0.1 at smoke
+                              "layers": {"lenet5": ["features.2", "features.5"]}}
+        params["variants"] = [v for v in params["variants"] if v["id"] in KEEP_VARIANTS]
+        params["resnet"] = {**params["resnet"], "model": "cnn2", "condense": "condense.iterations=[10,20]",
+                            "columns": [c for c in params["resnet"]["columns"] if c["method"] == "ensemble"]}
+        params["server"]["fadi"] = {"inv_steps": 20}  # x0.1 at smoke: 2 inversion steps per batch
+        params["columns"] = [c for c in params["columns"] if c["id"] in KEEP]
+        params["s_columns"] = [c for c in params["s_columns"] if c["id"] in KEEP]
     out = sh("dvc", "repro", cwd=work / SUB)
     return work, params, out
 

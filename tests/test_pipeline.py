@@ -13,8 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
-from helpers import copy_worktree, init_repo, sh
+from helpers import repo_copy, sh
 
 from osfl.live import read_curve
 
@@ -32,13 +31,10 @@ def smoke_repo(tmp_path_factory, repo_root):
     would otherwise look at every pipeline (status, push, pull).
     """
     work = tmp_path_factory.mktemp("pipeline") / "repo"
-    copy_worktree(repo_root, work)
-    params = yaml.safe_load((work / "params.yaml").read_text())
-    params["profile"] = "smoke"
-    params["runtime"]["threads"] = 1  # one per xdist worker (the suite runs two at once)
-    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    with repo_copy(repo_root, work) as params:
+        params["profile"] = "smoke"
+        params["runtime"]["threads"] = 1  # one per xdist worker (the suite runs two at once)
     remote = work.parent / "remote"
-    init_repo(work, remote)
     out = sh("dvc", "repro", cwd=work)
     sh("git", "add", "-A", cwd=work)
     sh("git", "commit", "-q", "-m", "repro", cwd=work)
