@@ -13,8 +13,8 @@ import pytest
 import torch
 from scipy import integrate
 
-from osfl.condense import (KIPSettings, centred_one_hot, fc_ntk, kernel_inducing_points, krr_predict, nngp_diag,
-                           to_uint8)
+from osfl.condense import (KIPSettings, centred_one_hot, fc_ntk, kernel_inducing_points, kernel_inducing_points_many,
+                           krr_predict, nngp_diag, to_uint8)
 from osfl.data.digits import load_digits_arrays
 from osfl.errors import ConfigError
 
@@ -171,6 +171,26 @@ def test_a_one_class_client_runs_its_steps_and_fedd3s_rule_stops_it_at_once(digi
     stopped = kernel_inducing_points(x[one], y[one], n_images=10, num_classes=10, steps=5, target_batch=50,
                                      early_stop=0.999, gen=torch.Generator().manual_seed(0))
     assert stopped.steps_run == 1 and len(stopped.losses) == 1
+
+
+def test_clients_distilled_together_equal_their_own_runs(digits):
+    """The batched run (the stage's path) gives each client what its own run gives, up to rounding; a client that
+    FedD3's accuracy rule stops keeps its images of that step while the others go on."""
+    x, y, _, _ = digits
+    sets = [(y == 3) | (y == 5), (y == 0) | (y == 1) | (y == 9), y == 3]
+    xs, ys = [x[s][:150] for s in sets], [y[s][:150] for s in sets]
+    kw = dict(n_images=10, num_classes=10, steps=6, target_batch=40, early_stop=0.999)
+    together = kernel_inducing_points_many(xs, ys, gens=[torch.Generator().manual_seed(s) for s in (3, 4, 5)], **kw)
+    for a, xk, yk, seed in zip(together, xs, ys, (3, 4, 5)):
+        b = kernel_inducing_points(xk, yk, gen=torch.Generator().manual_seed(seed), **kw)
+        assert a.classes == b.classes and torch.equal(a.labels, b.labels) and a.steps_run == b.steps_run
+        torch.testing.assert_close(a.images, b.images, rtol=0, atol=1e-5)
+        torch.testing.assert_close(torch.tensor(a.losses), torch.tensor(b.losses), rtol=1e-9, atol=0)
+    assert [r.steps_run for r in together] == [6, 6, 1]  # the one-class client is 100% accurate at step 1
+    assert together[2].images.shape == (10, 1, 28, 28)
+    with pytest.raises(ValueError, match="one size"):
+        kernel_inducing_points_many([xs[0], xs[1][:60]], [ys[0], ys[1][:60]], gens=[torch.Generator()] * 2,
+                                    **{**kw, "target_batch": 100})
 
 
 def test_settings_defaults_and_errors_name_the_key():

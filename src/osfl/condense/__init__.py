@@ -13,9 +13,10 @@ Everything random is drawn from a ``torch.Generator`` the caller passes (the pub
 so a seed gives the same synthetic set, bit for bit, on the same device and thread count.
 """
 from .dsa import DSA_OPS, dsa
-from .kip import (KIPResult, KIPSettings, centred_one_hot, fc_ntk, kernel_inducing_points, kip_loss, krr_predict,
-                  nngp_diag, to_uint8)
+from .kip import (KIPResult, KIPSettings, centred_one_hot, fc_ntk, kernel_inducing_points, kernel_inducing_points_many,
+                  kip_loss, krr_predict, nngp_diag, to_uint8)
 from .matching import LayerFeatures, MatchingResult, distribution_matching
 
 __all__ = ["DSA_OPS", "dsa", "LayerFeatures", "MatchingResult", "distribution_matching", "KIPResult", "KIPSettings",
-           "centred_one_hot", "fc_ntk", "kernel_inducing_points", "kip_loss", "krr_predict", "nngp_diag", "to_uint8"]
+           "centred_one_hot", "fc_ntk", "kernel_inducing_points", "kernel_inducing_points_many", "kip_loss", "krr_predict",
+           "nngp_diag", "to_uint8"]

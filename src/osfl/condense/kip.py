@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 from tqdm.auto import tqdm
@@ -41,8 +41,12 @@ _EDGE = 1e-9  # |cos θ| beyond 1 − _EDGE gets no gradient through θ (see _ar
 def nngp_diag(x: torch.Tensor, depth: int = 4, w_std: float = W_STD, b_std: float = B_STD) -> torch.Tensor:
     """(depth, n) float64: Σˡ(x, x) for l = 1 .. depth, the variances entering the ``depth`` ReLUs, per sample
     (on the diagonal cos θ = 1, so E[relu(u)²] = Σ/2 and Σˡ⁺¹ = W_std² · Σˡ/2 + b_std²)."""
-    x = x.flatten(1).double()
-    s = w_std ** 2 * (x * x).sum(1) / x.shape[1] + b_std ** 2
+    return _diag(x.flatten(1).double(), depth, w_std, b_std)
+
+
+def _diag(a: torch.Tensor, depth: int, w_std: float, b_std: float) -> torch.Tensor:
+    """``nngp_diag`` of already flattened float64 rows a (..., n, d): (depth, ..., n)."""
+    s = w_std ** 2 * (a * a).sum(-1) / a.shape[-1] + b_std ** 2
     rows = [s]
     for _ in range(depth - 1):
         s = w_std ** 2 * s / 2 + b_std ** 2
@@ -74,15 +78,24 @@ def fc_ntk(x1: torch.Tensor, x2: torch.Tensor, depth: int = 4, w_std: float = W_
     if x1.shape[1:] != x2.shape[1:]:
         raise ValueError(f"fc_ntk needs inputs of one shape, got {tuple(x1.shape[1:])} and {tuple(x2.shape[1:])}")
     a, b = x1.flatten(1).double(), x2.flatten(1).double()
-    d1 = nngp_diag(x1, depth, w_std, b_std) if diag1 is None else diag1
-    d2 = nngp_diag(x2, depth, w_std, b_std) if diag2 is None else diag2
-    sigma = w_std ** 2 * (a @ b.T) / a.shape[1] + b_std ** 2
+    d1 = _diag(a, depth, w_std, b_std) if diag1 is None else diag1
+    d2 = (d1 if x1 is x2 else _diag(b, depth, w_std, b_std)) if diag2 is None else diag2
+    return _ntk(a, b if x1 is not x2 else a, d1, d2, x1 is x2, depth, w_std, b_std)
+
+
+def _ntk(a: torch.Tensor, b: torch.Tensor, d1: torch.Tensor, d2: torch.Tensor, same: bool, depth: int,
+         w_std: float, b_std: float) -> torch.Tensor:
+    """``fc_ntk`` of flattened float64 rows a (..., n1, d) and b (..., n2, d) with their ``_diag``s: (..., n1, n2),
+    one kernel per leading index (KIP distils several clients at once). ``same``: a and b are one tensor (the
+    diagonal's cos θ is set to exactly 1). sin θ is √(1 − cos²θ), taken at cos θ clamped like θ (``_arccos``)."""
+    sigma = w_std ** 2 * (a @ b.transpose(-1, -2)) / a.shape[-1] + b_std ** 2
     theta = sigma
     for layer in range(depth):
-        norm = torch.sqrt(d1[layer][:, None] * d2[layer][None, :])
+        norm = torch.sqrt(d1[layer][..., :, None] * d2[layer][..., None, :])
         cos = sigma / norm
-        if x1 is x2:
-            cos = cos.fill_diagonal_(1.0)
+        if same:
+            cos = cos.clone()
+            cos.diagonal(dim1=-2, dim2=-1).fill_(1.0)
         angle = _arccos(cos)
         sigma = w_std ** 2 * norm / (2 * math.pi) * (torch.sin(angle) + (math.pi - angle) * torch.cos(angle)) \
             + b_std ** 2
@@ -97,19 +110,21 @@ def centred_one_hot(y: torch.Tensor, num_classes: int) -> torch.Tensor:
 
 def krr_predict(k_ts: torch.Tensor, k_ss: torch.Tensor, y_s: torch.Tensor, reg: float = 1e-6) -> torch.Tensor:
     """K_TS (K_SS + λ · tr(K_SS)/|S| · I)⁻¹ y_S: the kernel ridge regression of the support labels y_S (|S|, N_c)
-    at the targets, with λ = ``reg`` relative to K_SS's mean diagonal (KIP's regulariser)."""
-    ridge = reg * torch.trace(k_ss) / len(k_ss)
-    eye = torch.eye(len(k_ss), dtype=k_ss.dtype, device=k_ss.device)
-    return k_ts @ torch.linalg.solve(k_ss + ridge * eye, y_s)
+    at the targets, with λ = ``reg`` relative to K_SS's mean diagonal (KIP's regulariser). Leading dimensions are
+    batches of independent problems."""
+    n = k_ss.shape[-1]
+    ridge = reg * k_ss.diagonal(dim1=-2, dim2=-1).sum(-1) / n
+    eye = torch.eye(n, dtype=k_ss.dtype, device=k_ss.device)
+    return k_ts @ torch.linalg.solve(k_ss + ridge[..., None, None] * eye, y_s)
 
 
 def kip_loss(k_ts: torch.Tensor, k_ss: torch.Tensor, y_s: torch.Tensor, y_t: torch.Tensor,
              reg: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
     """(L, accuracy): L = ½ · mean((KRR prediction − y_T)²) over targets and classes, and the fraction of targets
-    whose prediction's argmax is their class (y_T's argmax)."""
+    whose prediction's argmax is their class (y_T's argmax); one of each per leading index."""
     pred = krr_predict(k_ts, k_ss, y_s, reg)
-    acc = (pred.argmax(1) == y_t.argmax(1)).double().mean()
-    return 0.5 * ((pred - y_t) ** 2).mean(), acc
+    acc = (pred.argmax(-1) == y_t.argmax(-1)).double().mean(-1)
+    return 0.5 * ((pred - y_t) ** 2).mean((-2, -1)), acc
 
 
 def to_uint8(images: torch.Tensor) -> torch.Tensor:
@@ -162,64 +177,115 @@ def kernel_inducing_points(x: torch.Tensor, y: torch.Tensor, *, n_images: int, n
     others. Each step draws a target batch the same class-balanced way, of ``target_batch`` real images (None, or
     at least the client's count: all of them, every step). ``early_stop``: stop after the first step whose KRR
     accuracy on its target batch exceeds it (FedD3: 0.999); None runs all ``steps``. ``on_step(step, loss, acc)``
-    is called after every step."""
+    is called after every step. One client of ``kernel_inducing_points_many``."""
+    hook = None if on_step is None else (lambda step, losses, accs: on_step(step, losses[0], accs[0]))
+    return kernel_inducing_points_many([x], [y], n_images=n_images, num_classes=num_classes, gens=[gen], steps=steps,
+                                       lr=lr, reg=reg, target_batch=target_batch, early_stop=early_stop, depth=depth,
+                                       w_std=w_std, b_std=b_std, progress=progress, desc=desc, on_step=hook)[0]
+
+
+def kernel_inducing_points_many(xs: Sequence[torch.Tensor], ys: Sequence[torch.Tensor], *, n_images: int,
+                                num_classes: int, gens: Sequence[torch.Generator], steps: int = 1000,
+                                lr: float = 0.004, reg: float = 1e-6, target_batch: int | None = 500,
+                                early_stop: float | None = None, depth: int = 4, w_std: float = W_STD,
+                                b_std: float = B_STD, progress: bool = False, desc: str = "kernel inducing points",
+                                on_step: Callable[[int, list[float], list[float]], None] | None = None
+                                ) -> list[KIPResult]:
+    """``kernel_inducing_points`` for several clients at once, client m with its data (xs[m], ys[m]) and its own
+    generator gens[m]: every kernel, solve and Adam update is one batched tensor operation over the clients (on a
+    CPU the per-step cost of one client is mostly dispatch, not arithmetic). Client m's result equals its own
+    ``kernel_inducing_points`` run with gens[m] up to floating-point rounding (its losses depend on its support
+    only, and Adam is elementwise); the draws from gens[m] are the same, in the same order. The clients must draw
+    target batches of one size: ``target_batch`` below every client's count, or all clients of one count. A client
+    stopped early (``early_stop``) keeps its support of that step while the others go on. ``on_step(step, losses,
+    accs)`` gets the lists of the clients still running."""
+    m = len(xs)
+    if m < 1 or len(ys) != m or len(gens) != m:
+        raise ValueError(f"KIP needs one label tensor and one generator per client; got {len(xs)} image tensors, "
+                         f"{len(ys)} label tensors and {len(gens)} generators")
     if n_images < 1 or steps < 0 or lr <= 0 or reg < 0 or depth < 1:
         raise ValueError(f"KIP needs n_images >= 1, steps >= 0, lr > 0, reg >= 0 and depth >= 1; got n_images "
                          f"{n_images}, steps {steps}, lr {lr}, reg {reg}, depth {depth}")
     if target_batch is not None and target_batch < 1:
         raise ValueError(f"target_batch must be >= 1 or None (all the client's images), got {target_batch}")
-    if len(x) != len(y) or len(x) < n_images:
-        raise ValueError(f"KIP distils {n_images} images from {len(x)} images with {len(y)} labels; it needs one "
-                         "label per image and at least n_images images")
-    if y.min() < 0 or y.max() >= num_classes:
-        raise ValueError(f"labels must lie in 0 .. {num_classes - 1} (num_classes {num_classes}), got "
-                         f"{int(y.min())} .. {int(y.max())}")
-    device = x.device
-    dims = [0] + list(range(2, x.dim()))
-    mean = x.double().mean(dims, keepdim=True)[0]
-    std = x.double().std(dims, keepdim=True)[0]
-    std = torch.where(std > 0, std, torch.ones_like(std))  # a constant channel is only centred
-    real = ((x.double() - mean) / std).float()
-    classes = sorted(int(c) for c in torch.unique(y).tolist())
-    members = [(y == c).nonzero().flatten().cpu() for c in classes]
-    picks = _balanced_sample(members, n_images, gen)
-    support = real[torch.cat(picks).to(device)].clone().requires_grad_(True)
-    labels = torch.tensor(classes, dtype=torch.long).repeat_interleave(torch.tensor([len(p) for p in picks]))
-    labels = labels.to(device)
-    y_s = centred_one_hot(labels, num_classes)
-    every = target_batch is None or target_batch >= len(x)
-    if every:
-        x_t, y_t = real, centred_one_hot(y.long(), num_classes)
+    for x, y in zip(xs, ys):
+        if len(x) != len(y) or len(x) < n_images:
+            raise ValueError(f"KIP distils {n_images} images from {len(x)} images with {len(y)} labels; it needs one "
+                             "label per image and at least n_images images")
+        if y.min() < 0 or y.max() >= num_classes:
+            raise ValueError(f"labels must lie in 0 .. {num_classes - 1} (num_classes {num_classes}), got "
+                             f"{int(y.min())} .. {int(y.max())}")
+    sizes = {len(x) if target_batch is None or target_batch >= len(x) else target_batch for x in xs}
+    every = [target_batch is None or target_batch >= len(x) for x in xs]
+    if len(sizes) > 1 or len(set(every)) > 1:
+        raise ValueError(f"clients distilled together draw target batches of one size; target_batch {target_batch} "
+                         f"gives sizes {sorted(sizes)} for client counts {[len(x) for x in xs]}")
+    device = xs[0].device
+    dims = [0] + list(range(2, xs[0].dim()))
+    means, stds, reals, members, classes, picks = [], [], [], [], [], []
+    for x, y, gen in zip(xs, ys, gens):
+        mean = x.double().mean(dims, keepdim=True)[0]
+        std = x.double().std(dims, keepdim=True)[0]
+        std = torch.where(std > 0, std, torch.ones_like(std))  # a constant channel is only centred
+        means.append(mean)
+        stds.append(std)
+        reals.append(((x.double() - mean) / std).float())
+        classes.append(sorted(int(c) for c in torch.unique(y).tolist()))
+        members.append([(y == c).nonzero().flatten().cpu() for c in classes[-1]])
+        picks.append(_balanced_sample(members[-1], n_images, gen))
+    support = torch.stack([r[torch.cat(p).to(device)] for r, p in zip(reals, picks)]).requires_grad_(True)
+    labels = [torch.tensor(c, dtype=torch.long).repeat_interleave(torch.tensor([len(q) for q in p])).to(device)
+              for c, p in zip(classes, picks)]
+    y_s = torch.stack([centred_one_hot(lab, num_classes) for lab in labels])
+    if every[0]:
+        x_t = torch.stack(reals).flatten(2).double()
+        y_t = torch.stack([centred_one_hot(y.long(), num_classes) for y in ys])
+        d_t = _diag(x_t, depth, w_std, b_std)
     opt = torch.optim.Adam([support], lr=lr)
-    losses: list[float] = []
-    accs: list[float] = []
+    losses: list[list[float]] = [[] for _ in range(m)]
+    accs: list[list[float]] = [[] for _ in range(m)]
+    done: dict[int, torch.Tensor] = {}  # client -> its support when it stopped early
     bar = tqdm(total=steps, desc=desc, disable=not progress, mininterval=1.0, unit="step")
     try:
         for step in range(steps):
-            if not every:
-                idx = torch.cat(_balanced_sample(members, target_batch, gen)).to(device)
-                x_t, y_t = real[idx], centred_one_hot(y[idx].long(), num_classes)
-            d_s = nngp_diag(support, depth, w_std, b_std)
-            k_ss = fc_ntk(support, support, depth, w_std, b_std, d_s, d_s)
-            k_ts = fc_ntk(x_t, support, depth, w_std, b_std, diag2=d_s)
+            if not every[0]:
+                idx = [torch.cat(_balanced_sample(mem, target_batch, gen)).to(device)
+                       for mem, gen in zip(members, gens)]
+                x_t = torch.stack([r[i] for r, i in zip(reals, idx)]).flatten(2).double()
+                y_t = torch.stack([centred_one_hot(y[i].long(), num_classes) for y, i in zip(ys, idx)])
+                d_t = _diag(x_t, depth, w_std, b_std)
+            s = support.flatten(2).double()
+            d_s = _diag(s, depth, w_std, b_std)
+            k_ss = _ntk(s, s, d_s, d_s, True, depth, w_std, b_std)
+            k_ts = _ntk(x_t, s, d_t, d_s, False, depth, w_std, b_std)
             loss, acc = kip_loss(k_ts, k_ss, y_s, y_t, reg)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            loss.sum().backward()  # client m's gradient is that of its own loss
             opt.step()
-            losses.append(float(loss.detach()))
-            accs.append(float(acc))
-            if not math.isfinite(losses[-1]):
-                raise FloatingPointError(f"the KIP loss became {losses[-1]} at step {step + 1} (lr {lr}, reg {reg})")
+            running = [k for k in range(m) if k not in done]
+            step_losses, step_accs = loss.detach().tolist(), acc.tolist()
+            for k in running:
+                losses[k].append(step_losses[k])
+                accs[k].append(step_accs[k])
+                if not math.isfinite(step_losses[k]):
+                    raise FloatingPointError(f"the KIP loss became {step_losses[k]} at step {step + 1} (lr {lr}, "
+                                             f"reg {reg})")
             bar.update(1)
-            bar.set_postfix(loss=f"{losses[-1]:.3g}", acc=f"{accs[-1]:.3f}", refresh=False)
+            bar.set_postfix(loss=f"{max(losses[k][-1] for k in running):.3g}",
+                            acc=f"{min(accs[k][-1] for k in running):.3f}", refresh=False)
             if on_step is not None:
-                on_step(step, losses[-1], accs[-1])
-            if early_stop is not None and accs[-1] > early_stop:
-                break
+                on_step(step, [losses[k][-1] for k in running], [accs[k][-1] for k in running])
+            if early_stop is not None:
+                for k in running:
+                    if accs[k][-1] > early_stop:
+                        done[k] = support[k].detach().clone()
+                if len(done) == m:
+                    break
     finally:
         bar.close()
-    images = (support.detach().double() * std + mean).float()
-    return KIPResult(images, labels, classes, losses, accs, len(losses))
+    final = support.detach()
+    return [KIPResult((done.get(k, final[k]).double() * stds[k] + means[k]).float(), labels[k], classes[k],
+                      losses[k], accs[k], len(losses[k])) for k in range(m)]
 
 
 @dataclass(frozen=True)
