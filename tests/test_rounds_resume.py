@@ -85,3 +85,18 @@ def test_chains_and_one_group(digits):
     assert cl.curve[-1]["test_acc"] > 40  # measured: 60.8% after three epochs, 92.8% after six
     with pytest.raises(ValueError, match="weighting"):
         run(digits, [cs], 1, weighting="median")
+
+
+def test_batched_clients_give_the_sequential_rounds_within_float_tolerance(digits, tmp_path):
+    """FedAvg's clients trained as one batched model (the path CUDA takes by default) give the sequential path's
+    global model and curve within float tolerance; the checkpoint records the path, so the other one starts anew."""
+    groups = [[c] for c in clients(digits)]
+    seq, res_seq = run(digits, groups, 1)
+    ck = tmp_path / "ck.pt"
+    bat, res_bat = run(digits, groups, 1, batched=True, checkpoint=ck)
+    for k, v in seq.state_dict().items():
+        torch.testing.assert_close(bat.state_dict()[k], v, rtol=1e-4, atol=1e-5)
+    assert res_bat.curve[0]["test_acc"] == pytest.approx(res_seq.curve[0]["test_acc"], abs=0.6)
+    assert torch.load(ck, weights_only=True)["signature"]["batched"] is True
+    _, again = run(digits, groups, 1, checkpoint=ck, stop_after=0)  # the sequential path does not resume it
+    assert again.resumed_from == 0 and again.curve == []

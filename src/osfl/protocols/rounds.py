@@ -23,6 +23,7 @@ says so). Loads use ``torch.load(..., weights_only=True)``.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import time
@@ -34,6 +35,7 @@ import torch
 import torch.nn as nn
 from tqdm.auto import tqdm
 
+from ..clients.batched import train_clients
 from ..clients.training import train_classifier
 from ..methods.base import average_state_dicts
 from ..runtime import derive_seed
@@ -105,22 +107,39 @@ def _save(path: Path, signature: dict, t: int, state: dict, curve: list[dict]) -
     os.replace(tmp, path)
 
 
+def _train_batched(model: nn.Module, groups: Sequence[Sequence[Participant]], local: LocalSpec, seed: int,
+                   t: int) -> list[dict[str, torch.Tensor]]:
+    """Round t's one-participant groups trained together from ``model``'s state as one batched model, with the
+    generators of the sequential path; their final state dicts in group order."""
+    models = [copy.deepcopy(model) for _ in groups]
+    train_clients(models, [(g[0].x, g[0].y) for g in groups],
+                  [torch.Generator().manual_seed(derive_seed(seed, "round", t, k, 0)) for k in range(len(groups))],
+                  batched=True, epochs=local.epochs, batch_size=local.batch_size, lr=local.lr,
+                  momentum=local.momentum, weight_decay=local.weight_decay, augment=local.augment)
+    return [{k: v.detach().clone() for k, v in m.state_dict().items()} for m in models]
+
+
 def run_rounds(model: nn.Module, groups: Sequence[Sequence[Participant]], *, rounds: int, local: LocalSpec,
                seed: int, evaluate: Callable[[nn.Module], float], weighting: str = "samples", shuffle: bool = False,
                checkpoint: Path | None = None, checkpoint_every: int = 10, signature: dict[str, Any] | None = None,
-               stop_after: int | None = None, progress: bool = False, desc: str = "rounds") -> RoundsResult:
+               stop_after: int | None = None, batched: bool = False, progress: bool = False,
+               desc: str = "rounds") -> RoundsResult:
     """Train ``model`` (holding w^0; it ends holding the last global model) for ``rounds`` rounds over ``groups``
     (module docstring). ``stop_after`` ends the call after that round (a checkpoint is written): an interrupted
-    run, for tests and for splitting long runs."""
+    run, for tests and for splitting long runs. ``batched``: when every group is one participant (FedAvg's clients,
+    HFLDD's headers), the round's participants train as one batched model (:func:`osfl.clients.batched.train_clients`,
+    the same numbers within float tolerance: ``runtime.batched_clients``, on by default on CUDA); the signature
+    records it, so a checkpoint of the other path is not resumed."""
     if weighting not in WEIGHTINGS:
         raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
     if not groups or any(not g for g in groups):
         raise ValueError("run_rounds needs at least one group, each with at least one participant")
     if rounds < 0 or checkpoint_every < 1:
         raise ValueError("rounds must be >= 0 and checkpoint_every >= 1")
+    batched = batched and len(groups) > 1 and all(len(g) == 1 for g in groups)
     signature = {**(signature or {}), "groups": [[p.n for p in g] for g in groups], "local": vars(local),
                  "seed": seed, "weighting": weighting, "shuffle": shuffle, "data": data_digest(groups),
-                 "w0": state_digest(model.state_dict())}
+                 "w0": state_digest(model.state_dict()), **({"batched": True} if batched else {})}
     result = RoundsResult()
     ck = load_checkpoint(checkpoint, signature)
     if ck is not None and ck["round"] <= rounds:
@@ -138,7 +157,9 @@ def run_rounds(model: nn.Module, groups: Sequence[Sequence[Participant]], *, rou
         t0 = time.perf_counter()
         global_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         states = []
-        for g, group in enumerate(groups):
+        if batched:
+            states = _train_batched(model, groups, local, seed, t)
+        for g, group in enumerate(groups if not batched else ()):
             order = list(range(len(group)))
             if shuffle and len(group) > 1:
                 order = torch.randperm(len(group), generator=torch.Generator().manual_seed(

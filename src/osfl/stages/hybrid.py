@@ -74,6 +74,7 @@ def _run(args) -> None:
                      evaluate=lambda m: accuracy(m, x_test, y_test), weighting=h.weighting,
                      shuffle=args.method == "fedseq", checkpoint=ckpt, checkpoint_every=h.checkpoint_every,
                      signature={"method": args.method, "model": cfg["model"]}, stop_after=args.stop_after,
+                     batched=cfg["runtime"].batched(device),
                      progress=not args.no_progress, desc=f"{args.method} rounds")
     curve = res.curve
     write_json(paths.results / "rounds" / f"{args.method}.json", {
