@@ -9,7 +9,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install repro verify fedhydra fedmho test bench dag clean-venv
+.PHONY: install repro verify fedhydra fedmho test bench dag farm clean-venv
 
 install: $(VENV)/.installed
 
@@ -40,11 +40,17 @@ fedmho: install
 test: install
 	$(BIN)/python -m pytest
 
+# make farm PIPELINE=papers/fedhydra/dvc.yaml STAGES='server@*' [FARM_ARGS='--address auto']: the stale stages on Ray
+PIPELINE ?= dvc.yaml
+farm: install
+	$(BIN)/python -m osfl.farm $(PIPELINE) $(STAGES) $(FARM_ARGS)
+
 bench: install
 	$(BIN)/python benchmarks/bench_local_training.py
 	$(BIN)/python benchmarks/bench_generator.py
 	$(BIN)/python benchmarks/bench_fedhydra_run.py
 	$(BIN)/python benchmarks/bench_matching.py
+	$(BIN)/python benchmarks/bench_farm.py
 
 dag: install
 	dvc dag --md

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from helpers import repo_copy, sh
 
 from osfl.live import read_curve
@@ -282,3 +283,67 @@ def test_track_teacher_is_refused_by_a_method_without_a_teacher(smoke_repo, monk
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert e.value.code == 2 and err.startswith("error: --track-teacher: fedavg does not record its teacher")
     assert "coboost" in err and "dense" in err and "ofeded" in err
+
+
+@pytest.fixture(scope="module")
+def farmed(smoke_repo, tmp_path_factory):
+    """The smoke pipeline with two methods through the farm (issue 19): a fresh clone of the commit before
+    smoke_repo's `dvc repro`, an empty local DVC remote, a local Ray instance with two CPUs (two workers, each in its
+    own checkout); the first attempt of server@dense loses its worker mid-stage."""
+    from osfl.farm import run_farm
+
+    work, _, _ = smoke_repo
+    base = tmp_path_factory.mktemp("farm")
+    user = base / "user"
+    sh("git", "clone", "-q", str(work), str(user), cwd=base)
+    sh("git", "checkout", "-q", "-B", "farm", "HEAD~1", cwd=user)  # the copy, before smoke_repo's repro commit
+    sh("git", "config", "user.email", "t@example.com", cwd=user)
+    sh("git", "config", "user.name", "test", cwd=user)
+    params = user / "params.yaml"
+    params.write_text(yaml.safe_dump({**yaml.safe_load(params.read_text()), "methods": ["fedavg", "dense"]},
+                                     sort_keys=False, allow_unicode=True))
+    sh("git", "commit", "-q", "-am", "two methods", cwd=user)
+    (base / "remote").mkdir()
+    sh("dvc", "remote", "add", "-f", "-d", "--local", "farm", str(base / "remote"), cwd=user)
+    lines: list[str] = []
+    res = run_farm(user / "dvc.yaml", cpus=2, workdir=base / "workers", kill_once=("server@dense", base / "killed"),
+                   out=lines.append)
+    return work, user, res, base / "killed", lines
+
+
+def _lock_outs(text: str, stages) -> dict:
+    lock = yaml.safe_load(text)["stages"]
+    return {s: [(o["path"], o["md5"]) for o in lock[s]["outs"]] for s in stages}
+
+
+def test_farm_runs_the_stale_stages_on_two_workers_and_dvc_restores_them(farmed):
+    """Worker stages (outputs in DVC's cache) ran on Ray in two checkouts; the stages whose outputs git tracks ran
+    in the user's checkout; afterwards `dvc repro` runs nothing, and the numbers and models are those of the
+    sequential `dvc repro` of smoke_repo (same commit, same thread count)."""
+    work, user, res, _, lines = farmed
+    assert res.ok, (res.failed, res.skipped, "\n".join(lines))
+    workers = {"prepare", "train_clients", "server@fedavg", "server@dense"}
+    assert {s.name for s in res.plan.workers} == workers and set(res.done) == workers
+    assert all(rec["computed"] for rec in res.done.values())  # an empty remote: nothing to restore from
+    assert {"evaluate@fedavg", "evaluate@dense", "report"} <= set(res.restore_ran) <= {
+        "partition", "evaluate@fedavg", "evaluate@dense", "report"}
+    assert set(res.restored) == workers  # from the run-cache the workers pushed
+    assert len({(r["node"], r["pid"]) for r in res.done.values()}) >= 2  # two worker processes, two checkouts
+    assert len({r["checkout"] for r in res.done.values()}) >= 2
+    assert "Running stage" not in sh("dvc", "repro", cwd=user).stdout
+    seq = json.loads(sh("git", "show", "HEAD:reports/main/metrics.json", cwd=work).stdout)["methods"]
+    farm = json.loads((user / "reports" / "main" / "metrics.json").read_text())["methods"]
+    assert set(farm) == {"fedavg", "dense"} and all(farm[m] == seq[m] for m in farm), (farm, seq)
+    ran = ("train_clients", "server@fedavg", "server@dense")
+    assert _lock_outs((user / "dvc.lock").read_text(), ran) == \
+        _lock_outs(sh("git", "show", "HEAD:dvc.lock", cwd=work).stdout, ran)
+
+
+def test_farm_retries_a_stage_whose_worker_died_mid_stage(farmed):
+    """server@dense's first worker was killed (SIGKILL, with the stage) once the stage had started: Ray ran it again
+    in another worker, and its model is the sequential run's (the previous test checks the bytes)."""
+    _, _, res, marker, lines = farmed
+    assert marker.exists() and "server@dense attempt 1" in marker.read_text()
+    assert res.attempts["server@dense"] == 2 and res.done["server@dense"]["attempt"] == 2
+    assert any(line.startswith("[farm] server@dense: running") and "attempt 2" in line for line in lines), lines
+    assert all(res.attempts[s] == 1 for s in res.done if s != "server@dense")

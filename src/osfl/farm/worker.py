@@ -1,0 +1,90 @@
+"""The body of one farm task, run by a Ray worker process: one stage, in a checkout of its own, with DVC's remote
+and run-cache as the only way data comes in and goes out.
+
+1. The worker's checkout: ``<workdir>/<host>-<pid>`` (one per worker process, reused by its later tasks; never
+   shared, so its DVC cache is its own), cloned from ``git_url`` and forced to ``commit``; the project's default
+   remote is set (``--local``) to the shared remote's URL.
+2. ``dvc repro --pull <stage>``: the stage's upstream outputs come from the remote through the run-cache (the
+   stages other tasks ran and pushed; local stages upstream, whose outputs git tracks, are recomputed here: same
+   command, same bits), then the stage runs, or is restored if its run is already in the run-cache.
+3. ``dvc push --run-cache <stage>``: its outputs and its run-cache entry go to the remote.
+
+The log of every attempt is ``<checkout>/.farm-logs/<stage>.<attempt>.log``; a failed stage raises
+:class:`StageFailed` with the log's tail (the launcher retries it, a bounded number of times).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+TAIL = 3000  # characters of a failed stage's log shown by the launcher
+
+
+class StageFailed(RuntimeError):
+    pass
+
+
+def _git(*args: str, cwd: Path | None = None) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+
+
+def checkout(job: dict[str, Any]) -> Path:
+    """This worker process's checkout of the job's commit (module docstring, step 1); the project folder in it."""
+    root = Path(job["workdir"]) / f"{socket.gethostname()}-{os.getpid()}"
+    if not (root / ".git").exists():
+        root.parent.mkdir(parents=True, exist_ok=True)
+        _git("clone", "--quiet", "--no-checkout", job["git_url"], str(root))
+    _git("fetch", "--quiet", job["git_url"], job["commit"], cwd=root)
+    _git("checkout", "--quiet", "--force", job["commit"], cwd=root)
+    project = root / job["project"]
+    subprocess.run([sys.executable, "-m", "dvc", "remote", "add", "--force", "--default", "--local", "farm",
+                    job["remote_url"]], cwd=project, check=True, capture_output=True, text=True)
+    return project
+
+
+def _tail(path: Path) -> str:
+    text = path.read_text(errors="replace") if path.exists() else ""
+    return text[-TAIL:]
+
+
+def run_stage(job: dict[str, Any], stage: str, attempt: int, *, kill_once: str | None = None) -> dict[str, Any]:
+    """Steps 2-3 of the module docstring for ``stage``; returns where it ran, whether DVC computed it (or restored it
+    from the run-cache), and the seconds. ``kill_once``: a marker file; when it does not exist yet, it is created and
+    this worker process is killed (SIGKILL, with the stage's process group) once the stage has started: a node lost
+    mid-stage, for the tests."""
+    t0 = time.perf_counter()
+    project = checkout(job)
+    logs = project / ".farm-logs"
+    logs.mkdir(exist_ok=True)
+    log = logs / f"{stage.replace('/', '_')}.{attempt}.log"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    with open(log, "w") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "--pull", stage], cwd=project, stdout=fh,
+                                stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        if kill_once is not None and not Path(kill_once).exists():
+            Path(kill_once).write_text(f"{stage} attempt {attempt} on {socket.gethostname()} pid {os.getpid()}\n")
+            while proc.poll() is None and f"Running stage '{stage}'" not in log.read_text(errors="replace"):
+                time.sleep(0.05)
+            time.sleep(0.5)
+            os.killpg(proc.pid, signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGKILL)
+        rc = proc.wait()
+    if rc != 0:
+        raise StageFailed(f"{stage}: `dvc repro --pull {stage}` exited {rc} (attempt {attempt}); log {log}:\n"
+                          f"{_tail(log)}")
+    with open(log, "a") as fh:
+        push = subprocess.run([sys.executable, "-m", "dvc", "push", "--run-cache", "-r", "farm", stage], cwd=project,
+                              stdout=fh, stderr=subprocess.STDOUT, env=env)
+    if push.returncode != 0:
+        raise StageFailed(f"{stage}: `dvc push --run-cache` exited {push.returncode} (attempt {attempt}); log "
+                          f"{log}:\n{_tail(log)}")
+    text = log.read_text(errors="replace")
+    return {"stage": stage, "node": socket.gethostname(), "pid": os.getpid(), "attempt": attempt,
+            "computed": f"Running stage '{stage}'" in text, "seconds": round(time.perf_counter() - t0, 3),
+            "checkout": str(project), "log": str(log)}

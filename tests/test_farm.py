@@ -1,0 +1,68 @@
+"""osfl.farm's plan (no Ray): stale stages as DVC sees them, where each runs, what it waits for and asks for.
+
+The launcher itself runs the smoke pipeline on a local Ray instance in tests/test_pipeline.py (test_farm_*)."""
+import pytest
+import yaml
+from helpers import sh
+
+from osfl.errors import ConfigError
+from osfl.farm import DEFAULT_RESOURCES, Resources, make_plan, stage_resources
+
+PIPELINE = {"stages": {
+    "prep": {"cmd": "python -c \"open('a.txt','w').write(open('in.txt').read())\"", "deps": ["in.txt"],
+             "outs": ["a.txt"]},
+    "split": {"cmd": "python -c \"open('s.json','w').write('{}')\"", "deps": ["a.txt"],
+              "outs": [{"s.json": {"cache": False}}]},
+    "server": {"foreach": ["x", "y"], "do": {
+        "cmd": "python -c \"open('m${item}.txt','w').write(open('a.txt').read()+open('s.json').read())\"",
+        "deps": ["a.txt", "s.json"], "outs": ["m${item}.txt"]}},
+    "report": {"cmd": "python -c \"open('r.json','w').write(open('mx.txt').read())\"", "deps": ["mx.txt", "my.txt"],
+               "outs": [{"r.json": {"cache": False}}]},
+}}
+
+
+@pytest.fixture
+def project(tmp_path):
+    sh("git", "init", "-q", cwd=tmp_path)
+    sh("dvc", "init", "-q", cwd=tmp_path)
+    (tmp_path / "in.txt").write_text("hi")
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump(PIPELINE, sort_keys=False))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({"farm": {"resources": {"server": {"gpus": 0.5}}}}))
+    return tmp_path
+
+
+def test_plan_puts_cached_stages_on_workers_and_waits_through_local_ones(project):
+    plan = make_plan(project / "dvc.yaml")
+    assert plan.selected[0] == "prep" and plan.selected[-1] == "report" and plan.up_to_date == []
+    where = {s.name: s.where for s in plan.stale}
+    assert where == {"prep": "worker", "split": "local", "server@x": "worker", "server@y": "worker",
+                     "report": "local"}
+    after = {s.name: s.after for s in plan.stale}
+    assert after["server@x"] == ["prep"]  # through split, which runs wherever it is needed
+    assert sorted(after["report"]) == ["server@x", "server@y"]
+    assert next(s for s in plan.stale if s.name == "server@y").resources == Resources(1, 0.5, 4.0)
+    only = make_plan(project / "dvc.yaml", ["server@y"])  # a selector brings what it needs
+    assert [s.name for s in only.stale] == ["prep", "split", "server@y"]
+    sh("dvc", "repro", "prep", cwd=project)
+    (project / "in.txt").write_text("hi")  # unchanged input: prep is up to date, the rest still stale
+    plan = make_plan(project / "dvc.yaml")
+    assert "prep" in plan.up_to_date and [s.name for s in plan.workers] == ["server@x", "server@y"]
+    assert all(s.after == [] for s in plan.workers)
+    (project / "in.txt").write_text("changed")  # a changed input makes everything downstream stale
+    assert [s.name for s in make_plan(project / "dvc.yaml").workers] == ["prep", "server@x", "server@y"]
+    with pytest.raises(ConfigError, match=r"^stage: 'srv\*' matches no stage of dvc.yaml; stages: prep, "):
+        make_plan(project / "dvc.yaml", ["srv*"])
+
+
+def test_resources_default_per_family_and_bad_keys_name_the_key():
+    res = stage_resources(None)
+    assert res["server"] == Resources(1, 0.25, 4.0) and res["default"] == Resources(1, 0.0, 2.0)
+    assert set(DEFAULT_RESOURCES) <= set(res)
+    res = stage_resources({"farm": {"resources": {"fid": {"memory_gb": 8}, "server": {"gpus": 1}}}})
+    assert res["fid"] == Resources(1, 0.0, 8.0) and res["server"] == Resources(1, 1, 4.0)
+    for bad, key in (({"farm": {"resource": {}}}, "farm.resource"),
+                     ({"farm": {"resources": {"server": {"gpu": 1}}}}, "farm.resources.server.gpu"),
+                     ({"farm": {"resources": {"server": {"gpus": -1}}}}, "farm.resources.server.gpus"),
+                     ({"farm": {"resources": {"server": 1}}}, "farm.resources.server")):
+        with pytest.raises(ConfigError, match=rf"^{key}: "):
+            stage_resources(bad)
