@@ -29,6 +29,7 @@ class FarmResult:
     attempts: dict[str, int] = field(default_factory=dict)
     restore_ran: list[str] = field(default_factory=list)  # stages the final `dvc repro --pull` ran in the checkout
     restored: list[str] = field(default_factory=list)  # stages it took from the run-cache
+    unchanged: list[str] = field(default_factory=list)  # stages it found up to date (their inputs came out the same)
     seconds: float = 0.0
 
     @property
@@ -95,10 +96,11 @@ def job_for(plan: Plan, git_url: str | None, remote_url: str | None, workdir: Pa
             "remote_url": remote_url, "workdir": str(workdir or Path(tempfile.gettempdir()) / "osfl-farm")}
 
 
-def _restore(plan: Plan, stages: list[str], out: Callable[[str], None]) -> tuple[list[str], list[str]]:
-    """`dvc repro --pull <stages>` in the user's checkout; (stages it ran, stages it took from the run-cache)."""
+def _restore(plan: Plan, stages: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """`dvc repro --pull <stages>` in the user's checkout; the stages it ran, took from the run-cache, found
+    unchanged."""
     if not stages:
-        return [], []
+        return [], [], []
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     proc = subprocess.run([sys.executable, "-m", "dvc", "repro", "--pull", *stages], cwd=plan.project, env=env,
                           capture_output=True, text=True)
@@ -107,7 +109,7 @@ def _restore(plan: Plan, stages: list[str], out: Callable[[str], None]) -> tuple
         raise RuntimeError(f"the final `dvc repro --pull` in {plan.project} exited {proc.returncode}:\n{text[-3000:]}")
     ran = re.findall(r"Running stage '([^']+)'", text)
     restored = re.findall(r"Stage '([^']+)' is cached - skipping run", text)
-    return ran, restored
+    return ran, restored, re.findall(r"Stage '([^']+)' didn't change, skipping", text)
 
 
 def run_farm(pipeline: Path, selectors: Sequence[str] = (), *, address: str | None = None, cpus: int | None = None,
@@ -148,7 +150,7 @@ def run_farm(pipeline: Path, selectors: Sequence[str] = (), *, address: str | No
     blocked = set(result.failed) | set(result.skipped)
     todo = [s.name for s in plan.stale if s.name not in blocked and not blocked & set(s.after)]
     out(f"[farm] restoring {len(todo)} stages in {plan.project} (dvc repro --pull)")
-    result.restore_ran, result.restored = _restore(plan, todo, out)
+    result.restore_ran, result.restored, result.unchanged = _restore(plan, todo)
     recomputed = [s for s in result.restore_ran if s in {w.name for w in plan.workers}]
     if recomputed:
         out(f"[farm] WARNING: the restore computed worker stages again: {', '.join(recomputed)}")
@@ -216,6 +218,8 @@ def _summary(result: FarmResult, out: Callable[[str], None]) -> None:
             line = "ran here (outputs git tracks)"
         elif st.name in result.restored:
             line = "restored here"
+        elif st.name in result.unchanged:
+            line = "up to date (its inputs came out unchanged)"
         else:
             line = "not run (upstream failed)"
         out(f"  {st.name:<48} {line}")

@@ -40,7 +40,12 @@ def checkout(job: dict[str, Any]) -> Path:
     if not (root / ".git").exists():
         root.parent.mkdir(parents=True, exist_ok=True)
         _git("clone", "--quiet", "--no-checkout", job["git_url"], str(root))
-    _git("fetch", "--quiet", job["git_url"], job["commit"], cwd=root)
+    have = subprocess.run(["git", "cat-file", "-e", f"{job['commit']}^{{commit}}"], cwd=root, capture_output=True)
+    if have.returncode != 0:  # by its hash (servers that refuse that: every branch)
+        try:
+            _git("fetch", "--quiet", job["git_url"], job["commit"], cwd=root)
+        except subprocess.CalledProcessError:
+            _git("fetch", "--quiet", job["git_url"], "+refs/heads/*:refs/remotes/farm/*", cwd=root)
     _git("checkout", "--quiet", "--force", job["commit"], cwd=root)
     project = root / job["project"]
     subprocess.run([sys.executable, "-m", "dvc", "remote", "add", "--force", "--default", "--local", "farm",
