@@ -5,6 +5,7 @@ import pytest
 import yaml
 from helpers import sh
 
+from osfl.config import check_keys
 from osfl.errors import ConfigError
 from osfl.farm import DEFAULT_RESOURCES, Resources, make_plan, stage_resources
 
@@ -55,6 +56,10 @@ def test_plan_puts_cached_stages_on_workers_and_waits_through_local_ones(project
 
 
 def test_resources_default_per_family_and_bad_keys_name_the_key():
+    for params_file in (None, "papers/fedhydra/params.yaml"):  # every pipeline's stages accept the farm's section
+        check_keys({"farm": {"resources": {"server": {"gpus": 0.5}}}}, params_file)
+        with pytest.raises(ConfigError, match=r"^farm\.resource: unknown key"):
+            check_keys({"farm": {"resource": {}}}, params_file)
     res = stage_resources(None)
     assert res["server"] == Resources(1, 0.25, 4.0) and res["default"] == Resources(1, 0.0, 2.0)
     assert set(DEFAULT_RESOURCES) <= set(res)

@@ -27,6 +27,9 @@ NOT_SHIPPED = {  # (project, stage): why its cached outputs are not in dvc-store
     # wait for a remote of their own (issue 16's). The partitions and KL matrices behind the committed clusterings ship.
     **{("papers/hfldd", f"{stage}@fmnist-{c}-0"): "100 clients' models / soft labels: over the cap (issue 16)"
        for stage in ("train", "soft_labels") for c in (1, 2, 10)},
+    # the distilled sets the members sent (100 uint8 images each: 6.3-8.1 MB per run); the rounds' checkpoints ship
+    **{("papers/hfldd", f"kip@fmnist-{c}-0"): "69-90 members' distilled images: over the cap (issue 16)"
+       for c in (1, 2, 10)},
 }
 
 

@@ -212,6 +212,7 @@ MAIN_KEYS = ("profile", "seed", "dataset", "partition", "alpha", "classes_per_cl
              "model", "client_models", "methods", "data", "local", "server", "runtime",
              "rounds", "localcurve")  # read by the multi-round and local-curve stages (checked there)
 DATA_KEYS = ("mirror",)
+FARM_KEYS = ("resources",)  # read by `python -m osfl.farm` alone (osfl.farm.plan.stage_resources checks the values)
 
 
 def paper_of(params_file: str | Path | None) -> str | None:
@@ -229,7 +230,8 @@ def check_keys(params: Mapping[str, Any], params_file: str | Path | None = None)
 
     paper = paper_of(params_file)
     extra = PIPELINE_KEYS.get(paper, {}) if paper else {}
-    known = {**{k: None for k in MAIN_KEYS}, "data": DATA_KEYS, "local": LocalTraining.KEYS, **extra}
+    known = {**{k: None for k in MAIN_KEYS}, "data": DATA_KEYS, "local": LocalTraining.KEYS, "farm": FARM_KEYS,
+             **extra}
     for key, value in params.items():
         if key not in known:
             raise unknown_key(str(key), known)
