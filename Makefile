@@ -16,7 +16,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check 'uv>=0.5'
-	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.txt
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $@
 

@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 from helpers import repo_copy, sh
 
@@ -311,9 +312,22 @@ def farmed(smoke_repo, tmp_path_factory):
     return work, user, res, base / "killed", lines
 
 
-def _lock_outs(text: str, stages) -> dict:
-    lock = yaml.safe_load(text)["stages"]
-    return {s: [(o["path"], o["md5"]) for o in lock[s]["outs"]] for s in stages}
+def _weights(repo: Path, lock_text: str, stages) -> dict:
+    """Every .pt file the stages' cached output folders hold, as the dvc.lock names them, loaded from the repository's
+    DVC cache: {output/file: state dict}. (The folders' own hashes differ between runs: their manifests record
+    wall-clock seconds.)"""
+    import torch
+
+    lock, out = yaml.safe_load(lock_text)["stages"], {}
+    cache = repo / ".dvc" / "cache" / "files" / "md5"
+    for stage in stages:
+        for o in lock[stage]["outs"]:
+            if o["md5"].endswith(".dir"):
+                for f in json.loads((cache / o["md5"][:2] / o["md5"][2:]).read_text()):
+                    if f["relpath"].endswith(".pt"):
+                        out[f"{o['path']}/{f['relpath']}"] = torch.load(cache / f["md5"][:2] / f["md5"][2:],
+                                                                        weights_only=True)
+    return out
 
 
 def test_farm_runs_the_stale_stages_on_two_workers_and_dvc_restores_them(farmed):
@@ -335,8 +349,11 @@ def test_farm_runs_the_stale_stages_on_two_workers_and_dvc_restores_them(farmed)
     farm = json.loads((user / "reports" / "main" / "metrics.json").read_text())["methods"]
     assert set(farm) == {"fedavg", "dense"} and all(farm[m] == seq[m] for m in farm), (farm, seq)
     ran = ("train_clients", "server@fedavg", "server@dense")
-    assert _lock_outs((user / "dvc.lock").read_text(), ran) == \
-        _lock_outs(sh("git", "show", "HEAD:dvc.lock", cwd=work).stdout, ran)
+    mine = _weights(user, (user / "dvc.lock").read_text(), ran)
+    ref = _weights(work, sh("git", "show", "HEAD:dvc.lock", cwd=work).stdout, ran)
+    assert sorted(mine) == sorted(ref) and len(mine) >= 3, (sorted(mine), sorted(ref))
+    for name, state in ref.items():  # the clients' and both servers' models, bit for bit
+        assert state.keys() == mine[name].keys() and all(torch.equal(v, mine[name][k]) for k, v in state.items()), name
 
 
 def test_farm_retries_a_stage_whose_worker_died_mid_stage(farmed):
