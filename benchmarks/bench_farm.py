@@ -4,7 +4,8 @@ Two clones of this repository's HEAD at ``--profile`` with ``--methods`` (commit
 check out a commit), each with an empty local DVC remote: one runs `dvc repro`, the other `python -m osfl.farm
 dvc.yaml` on a local Ray instance with ``--cpus`` CPUs (so that many worker stages at once). Every stage keeps the
 params' thread count (``--threads``), so both give the same bits; the benchmark checks that both report the same
-numbers and hold the same model weights. With a GPU cluster, pass ``--address`` to time a cluster instead of the local instance.
+numbers and hold the same model weights. With a GPU cluster, pass ``--address`` to time a cluster instead of the
+local instance.
 
     python benchmarks/bench_farm.py [--profile smoke] [--cpus 2] [--out results/bench/farm.json]
 """
@@ -21,22 +22,25 @@ from pathlib import Path
 
 import yaml
 
+from osfl.farm.worker import dvc_env
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def sh(*args: str, cwd: Path) -> str:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    p = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, env=env)
+    p = subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, env=dvc_env())
     if p.returncode:
         raise SystemExit(f"{' '.join(args)} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
     return p.stdout
 
 
-def clone(base: Path, name: str, params: dict) -> Path:
+def clone(base: Path, name: str, params: dict, threads: int) -> Path:
     work = base / name
     sh("git", "clone", "-q", str(ROOT), str(work), cwd=base)
     pf = work / "params.yaml"
-    pf.write_text(yaml.safe_dump({**yaml.safe_load(pf.read_text()), **params}, sort_keys=False, allow_unicode=True))
+    merged = {**yaml.safe_load(pf.read_text()), **params}
+    merged["runtime"]["threads"] = threads
+    pf.write_text(yaml.safe_dump(merged, sort_keys=False, allow_unicode=True))
     sh("git", "-c", "user.email=b@example.com", "-c", "user.name=bench", "commit", "-q", "-am", "bench", cwd=work)
     (base / f"{name}-remote").mkdir()
     sh(sys.executable, "-m", "dvc", "remote", "add", "-f", "-d", "--local", "bench", str(base / f"{name}-remote"),
@@ -72,14 +76,7 @@ def main() -> None:
     params = {"profile": args.profile, "methods": args.methods.split(",")}
     with tempfile.TemporaryDirectory(prefix="bench-farm-") as tmp:
         base = Path(tmp)
-        seq, farm = clone(base, "sequential", params), clone(base, "farm", params)
-        for work in (seq, farm):
-            pf = work / "params.yaml"
-            p_ = yaml.safe_load(pf.read_text())
-            p_["runtime"]["threads"] = args.threads
-            pf.write_text(yaml.safe_dump(p_, sort_keys=False, allow_unicode=True))
-            sh("git", "-c", "user.email=b@example.com", "-c", "user.name=bench", "commit", "-q", "-am", "threads",
-               cwd=work)
+        seq, farm = (clone(base, name, params, args.threads) for name in ("sequential", "farm"))
         t = time.perf_counter()
         ran = sh(sys.executable, "-m", "dvc", "repro", cwd=seq).count("Running stage")
         t_seq = time.perf_counter() - t

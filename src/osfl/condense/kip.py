@@ -87,7 +87,7 @@ def _ntk(a: torch.Tensor, b: torch.Tensor, d1: torch.Tensor, d2: torch.Tensor, s
          w_std: float, b_std: float) -> torch.Tensor:
     """``fc_ntk`` of flattened float64 rows a (..., n1, d) and b (..., n2, d) with their ``_diag``s: (..., n1, n2),
     one kernel per leading index (KIP distils several clients at once). ``same``: a and b are one tensor (the
-    diagonal's cos θ is set to exactly 1). sin θ is √(1 − cos²θ), taken at cos θ clamped like θ (``_arccos``)."""
+    diagonal's cos θ is set to exactly 1)."""
     sigma = w_std ** 2 * (a @ b.transpose(-1, -2)) / a.shape[-1] + b_std ** 2
     theta = sigma
     for layer in range(depth):

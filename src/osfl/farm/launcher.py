@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ConfigError
 from .plan import Plan, make_plan
-from .worker import run_stage
+from .worker import dvc_env, run_stage
 
 
 @dataclass
@@ -90,8 +90,9 @@ def job_for(plan: Plan, git_url: str | None, remote_url: str | None, workdir: Pa
     dirty = [line[3:] for line in _git(["status", "--porcelain", "--untracked-files=no"], top).splitlines()]
     dirty = [p for p in dirty if Path(p).name != "dvc.lock" and p not in outs]
     if dirty:
-        raise ConfigError("git", f"tracked files differ from HEAD ({', '.join(dirty[:5])}{' ...' if len(dirty) > 5 else ''}): "
-                                 "commit them first; the workers check out HEAD")
+        more = " ..." if len(dirty) > 5 else ""
+        raise ConfigError("git", f"tracked files differ from HEAD ({', '.join(dirty[:5])}{more}): commit them first; "
+                                 "the workers check out HEAD")
     return {"git_url": git_url or str(top), "commit": commit, "project": str(plan.project.relative_to(top)),
             "remote_url": remote_url, "workdir": str(workdir or Path(tempfile.gettempdir()) / "osfl-farm")}
 
@@ -101,8 +102,7 @@ def _restore(plan: Plan, stages: list[str]) -> tuple[list[str], list[str], list[
     unchanged."""
     if not stages:
         return [], [], []
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    proc = subprocess.run([sys.executable, "-m", "dvc", "repro", "--pull", *stages], cwd=plan.project, env=env,
+    proc = subprocess.run([sys.executable, "-m", "dvc", "repro", "--pull", *stages], cwd=plan.project, env=dvc_env(),
                           capture_output=True, text=True)
     text = proc.stdout + proc.stderr
     if proc.returncode != 0:

@@ -114,9 +114,6 @@ def _uses_cache_only(stage) -> bool:
 def make_plan(pipeline: Path, selectors: Sequence[str] = ()) -> Plan:
     """The plan for ``pipeline`` (a dvc.yaml) and ``selectors`` (stage names or shell patterns such as
     ``'server@*'``; none: every stage). A selector that matches no stage fails naming the stages there are."""
-    import networkx as nx
-    from dvc.repo import Repo
-
     pipeline = Path(pipeline).resolve()
     if pipeline.name != "dvc.yaml" or not pipeline.exists():
         raise ConfigError("pipeline", f"must be an existing dvc.yaml, got {pipeline}")
@@ -127,12 +124,15 @@ def make_plan(pipeline: Path, selectors: Sequence[str] = ()) -> Plan:
     cwd = os.getcwd()
     os.chdir(project)  # DVC resolves stage targets against the working directory
     try:
-        return _plan(Repo, nx, pipeline, project, selectors, resources)
+        return _plan(pipeline, project, selectors, resources)
     finally:
         os.chdir(cwd)
 
 
-def _plan(Repo, nx, pipeline: Path, project: Path, selectors: Sequence[str], resources) -> Plan:
+def _plan(pipeline: Path, project: Path, selectors: Sequence[str], resources: dict[str, Resources]) -> Plan:
+    import networkx as nx
+    from dvc.repo import Repo
+
     with Repo(str(project)) as repo:
         graph = repo.index.graph  # edges: dependent -> dependency
         stages = {s.name: s for s in graph.nodes if Path(s.path).resolve() == pipeline}

@@ -30,6 +30,12 @@ class StageFailed(RuntimeError):
     pass
 
 
+def dvc_env() -> dict[str, str]:
+    """The environment for a `python -m dvc` subprocess: this interpreter's bin folder first on PATH, so the stage
+    commands DVC runs (`python -m osfl.stages...`) find the same Python and packages."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
 def _git(*args: str, cwd: Path | None = None) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
 
@@ -68,7 +74,7 @@ def run_stage(job: dict[str, Any], stage: str, attempt: int, *, kill_once: str |
     logs = project / ".farm-logs"
     logs.mkdir(exist_ok=True)
     log = logs / f"{stage.replace('/', '_')}.{attempt}.log"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = dvc_env()
     with open(log, "w") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "dvc", "repro", "--pull", stage], cwd=project, stdout=fh,
                                 stderr=subprocess.STDOUT, env=env, start_new_session=True)

@@ -107,16 +107,47 @@ def _save(path: Path, signature: dict, t: int, state: dict, curve: list[dict]) -
     os.replace(tmp, path)
 
 
+def _copy_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _participant_gen(seed: int, t: int, g: int, p: int) -> torch.Generator:
+    """Participant p of group g shuffles round t's data with this generator, on either path."""
+    return torch.Generator().manual_seed(derive_seed(seed, "round", t, g, p))
+
+
+def _train_sequential(model: nn.Module, groups: Sequence[Sequence[Participant]], local: LocalSpec, seed: int, t: int,
+                      shuffle: bool) -> list[dict[str, torch.Tensor]]:
+    """Round t: each group from ``model``'s state (the global model), its participants one after another (a chain's
+    order reshuffled when ``shuffle``); the groups' final state dicts in group order. ``model`` ends holding the
+    last group's."""
+    global_state = _copy_state(model)
+    states = []
+    for g, group in enumerate(groups):
+        order = list(range(len(group)))
+        if shuffle and len(group) > 1:
+            order = torch.randperm(len(group), generator=torch.Generator().manual_seed(
+                derive_seed(seed, "chain", t, g))).tolist()
+        model.load_state_dict(global_state)
+        for p in order:
+            part = group[p]
+            train_classifier(model, part.x, part.y, epochs=local.epochs, batch_size=local.batch_size, lr=local.lr,
+                             momentum=local.momentum, weight_decay=local.weight_decay, augment=local.augment,
+                             gen=_participant_gen(seed, t, g, p))
+        states.append(_copy_state(model))
+    return states
+
+
 def _train_batched(model: nn.Module, groups: Sequence[Sequence[Participant]], local: LocalSpec, seed: int,
                    t: int) -> list[dict[str, torch.Tensor]]:
     """Round t's one-participant groups trained together from ``model``'s state as one batched model, with the
     generators of the sequential path; their final state dicts in group order."""
     models = [copy.deepcopy(model) for _ in groups]
     train_clients(models, [(g[0].x, g[0].y) for g in groups],
-                  [torch.Generator().manual_seed(derive_seed(seed, "round", t, k, 0)) for k in range(len(groups))],
+                  [_participant_gen(seed, t, g, 0) for g in range(len(groups))],
                   batched=True, epochs=local.epochs, batch_size=local.batch_size, lr=local.lr,
                   momentum=local.momentum, weight_decay=local.weight_decay, augment=local.augment)
-    return [{k: v.detach().clone() for k, v in m.state_dict().items()} for m in models]
+    return [_copy_state(m) for m in models]
 
 
 def run_rounds(model: nn.Module, groups: Sequence[Sequence[Participant]], *, rounds: int, local: LocalSpec,
@@ -155,23 +186,10 @@ def run_rounds(model: nn.Module, groups: Sequence[Sequence[Participant]], *, rou
                initial=result.resumed_from, total=rounds)
     for t in bar:
         t0 = time.perf_counter()
-        global_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        states = []
         if batched:
             states = _train_batched(model, groups, local, seed, t)
-        for g, group in enumerate(groups if not batched else ()):
-            order = list(range(len(group)))
-            if shuffle and len(group) > 1:
-                order = torch.randperm(len(group), generator=torch.Generator().manual_seed(
-                    derive_seed(seed, "chain", t, g))).tolist()
-            model.load_state_dict(global_state)
-            for p in order:
-                part = group[p]
-                train_classifier(model, part.x, part.y, epochs=local.epochs, batch_size=local.batch_size,
-                                 lr=local.lr, momentum=local.momentum, weight_decay=local.weight_decay,
-                                 augment=local.augment,
-                                 gen=torch.Generator().manual_seed(derive_seed(seed, "round", t, g, p)))
-            states.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        else:
+            states = _train_sequential(model, groups, local, seed, t, shuffle)
         model.load_state_dict(average_state_dicts(states, weights))
         acc = float(evaluate(model))
         result.curve.append({"round": t, "test_acc": acc, "seconds": round(time.perf_counter() - t0, 3)})

@@ -77,8 +77,8 @@ def _run(args) -> None:
     bar.close()
     seconds = time.perf_counter() - t0
     write_json(paths.results / "kip.json", {"settings": settings.as_dict(), "steps": steps, "profile": profile.name,
-                                            "members_per_batch": MEMBERS_PER_BATCH, "clients": summary, "seconds": round(seconds, 3),
-                                            "runtime": device_info(device)})
+                                            "members_per_batch": MEMBERS_PER_BATCH, "clients": summary,
+                                            "seconds": round(seconds, 3), "runtime": device_info(device)})
     print(f"KIP: {len(summary)} members distilled {sum(s['images'] for s in summary)} images in {seconds:.1f} s")
 
 
