@@ -244,30 +244,3 @@ def test_a_rerun_supersedes_the_old_layout(tmp_path):
     assert run.metrics["fedavg"]["acc_final"] == 63.48 and run.metrics["fedhydra"]["acc_final"] == 61.24
     assert run.curves["fedhydra"] == ([0.0, 1.0, 2.0], [10.0, 62.24, 61.24])
     assert run.metrics["dense"]["acc_final"] == 58.65  # not re-run: still read from the old layout
-
-
-def test_instability_study_rows_and_readme_section(tmp_path):
-    """Study records: the run as it ran (``changed: []``, one per seed) first, then one setting changed; the calmest
-    change is the one with the smallest epoch-to-epoch swing over the second half of the curve. Only the git-tracked
-    records are read (a fresh clone has not pulled the stages' live curves)."""
-    study = tmp_path / "fmnist-dir0.5" / "study"
-    study.mkdir(parents=True)
-    for name, seed, changed, curve in (("default-s0", 0, [], [10, 62, 61]), ("default-s1", 1, [], [10, 56, 55]),
-                                       ("calm", 0, ["server.x=calm"], [10, 50, 52, 53, 54]),
-                                       ("wild", 0, ["server.x=wild"], [10, 60, 20, 70, 30])):
-        rec = {"acc_final": curve[-1], "acc_best": max(curve[1:]), "best_epoch": 3, "changed": changed, "seed": seed,
-               "curve": [[e, a] for e, a in enumerate(curve)], "command": "cd papers/fedhydra && ...",
-               "server_seconds": 12.0}
-        (study / f"{name}.json").write_text(json.dumps(rec))
-    rows = fh.instability_study(tmp_path)
-    assert [r["label"] for r in rows] == ["fmnist-dir0.5: as run, seed 0", "fmnist-dir0.5: as run, seed 1",
-                                          "fmnist-dir0.5: server.x=calm", "fmnist-dir0.5: server.x=wild"]
-    assert rows[2]["swing"] == pytest.approx(1.0) and rows[3]["swing"] == pytest.approx(45.0)
-    assert rows[3]["low"] == 20 and rows[0]["swing"] == pytest.approx(1.0)  # epochs 1, 2 = 62, 61
-    text = "\n".join(fh._study_section(rows))
-    assert "Calmest change: **fmnist-dir0.5: server.x=calm** (swing 1.00 vs 1.00 as run" in text
-    assert "over its 2 seeds spans 1.00–1.00; no single change is calmer than every seed" in text
-    rows[2]["swing"] = 0.5
-    assert "a small margin is not a finding): fmnist-dir0.5: server.x=calm (0.50, low 52.00)." in "\n".join(
-        fh._study_section(rows))
-    assert fh._study_section(rows[:2]) == []  # nothing without a changed setting

@@ -869,7 +869,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
         verdicts += paper_profile_claims(paper_runs)
     written.append(_write_runs(runs, out / "runs.md", profile))
     written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale,
-                                 paper_runs, seeds, base_seed, instability_study(results_root)))
+                                 paper_runs, seeds, base_seed))
     (out / "claims.json").write_text(json.dumps(verdicts, indent=2) + "\n")
     written.append(out / "claims.json")
     if summary is not None:
@@ -1007,72 +1007,9 @@ def _readings_section(runs: dict[str, Run], paper_runs: dict[str, Run]) -> list[
             "| run | FedHydra results | reading |", "|---|---|---|", *rows, ""]
 
 
-def swing(accs: list[float]) -> float:
-    """Mean absolute change of test accuracy from one epoch to the next (how much a curve oscillates)."""
-    return float(np.mean(np.abs(np.diff(accs)))) if len(accs) > 1 else float("nan")
-
-
-def _study_row(label: str, final: float, best: float, best_epoch, accs: list[float], seconds) -> dict:
-    half = accs[(len(accs) - 1) // 2:]  # the second half of the server epochs (changes into and within it)
-    return {"label": label, "final": final, "best": best, "best_epoch": best_epoch, "swing": swing(half),
-            "low": min(half) if half else float("nan"), "seconds": seconds}
-
-
-def instability_study(results_root: Path) -> list[dict]:
-    """FedHydra's instability study (``results/<run>/study/*.json``, git-tracked so that the report never depends on
-    a DVC output that a fresh clone has not pulled): the records with ``changed: []`` are the run as it ran, one per
-    seed (their curves copied from the stage outputs named in ``source``), the others the run with one setting
-    changed. Rows: the defaults by seed, then the changes by name."""
-    rows: list[dict] = []
-    for d in sorted(Path(results_root).glob("*/study")):
-        name = d.parent.name
-        recs = [json.loads(f.read_text()) for f in sorted(d.glob("*.json"))]
-        recs.sort(key=lambda r: (bool(r["changed"]), r.get("seed", 0) if not r["changed"] else 0))
-        for rec in recs:
-            label = f"{name}: " + (", ".join(rec["changed"]) if rec["changed"] else f"as run, seed {rec.get('seed', 0)}")
-            accs = [a for e, a in rec["curve"] if e >= 1]
-            rows.append(_study_row(label, rec["acc_final"], rec["acc_best"], rec["best_epoch"], accs,
-                                   rec.get("server_seconds")) | {"default": not rec["changed"]})
-    return rows
-
-
-def _study_section(rows: list[dict]) -> list[str]:
-    """README lines for :func:`instability_study` (nothing without study records)."""
-    changed = [r for r in rows if not r["default"]]
-    if not changed or changed[0] is rows[0]:
-        return []
-    base = rows[0]
-    calmest = min(changed, key=lambda r: r["swing"])
-    lines = ["## FedHydra's instability at quick: one setting changed at a time", "",
-             "FedHydra (its default reading) on the Dir(0.5) clients, each row changing one setting of the first "
-             "(values are paper values that the quick profile scales: epochs × 0.1, synthesis_batch × 0.25, "
-             "ngf × 0.5; lr is not scaled). "
-             "*swing* = mean absolute change of test accuracy from one epoch to the next over the second half of "
-             "the server epochs; *low* = the lowest accuracy there. Each study record (`results/<run>/study/`) "
-             "holds its command, choices and curve; the as-run records copy theirs from the stage outputs they "
-             "name.", "",
-             "| run | final | best (epoch) | swing | low | server s |", "|---|---|---|---|---|---|"]
-    for r in rows:
-        sec = f"{r['seconds']:.0f}" if isinstance(r.get("seconds"), (int, float)) else "—"
-        lines.append(f"| {r['label']} | {r['final']:.2f} | {r['best']:.2f} ({r['best_epoch']}) | {r['swing']:.2f} | "
-                     f"{r['low']:.2f} | {sec} |")
-    lines += ["", f"Calmest change: **{calmest['label']}** (swing {calmest['swing']:.2f} vs {base['swing']:.2f} as "
-              f"run; final {calmest['final']:.2f} vs {base['final']:.2f})."]
-    seeds = [r["swing"] for r in rows if r["default"]]
-    if len(seeds) > 1:
-        lo, hi = min(seeds), max(seeds)
-        calmer = [f"{r['label']} ({r['swing']:.2f}, low {r['low']:.2f})" for r in changed if r["swing"] < lo]
-        lines.append(f"The default's swing over its {len(seeds)} seeds spans {lo:.2f}–{hi:.2f}; "
-                     + (f"calmer than every seed (one seed each, so a small margin is not a finding): "
-                        f"{'; '.join(calmer)}." if calmer else
-                        "no single change is calmer than every seed of the default, so none of them alone explains "
-                        "the oscillation."))
-    return lines + [""]
-
-
 def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_label: str,
                   not_rendered: list[str] = (), paper_runs: dict[str, Run] | None = None, seeds=(),
-                  base_seed=0, study: list[dict] = ()) -> Path:
+                  base_seed=0) -> Path:
     ran = sorted({r.dataset for r in runs.values() if r.metrics})
     spread_runs = sorted(n for n in runs if any(n.endswith(f"-s{k}") for k in seeds) and runs[n].metrics)
     lines = [
@@ -1111,7 +1048,6 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
                      f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/paper/) |")
     lines += ["", "Figures 1 and 2 are schematics (no data).", ""]
     lines += _readings_section(runs, paper_runs or {})
-    lines += _study_section(study)
     lines += ["## Claims of the paper's text", "",
               "A number that ran with more than one seed is compared by its mean and shown as mean ± std (n=k). "
               "Where the two numbers a verdict turns on (the claimed best or worst and its nearest rival; SA and AE) "
