@@ -2,21 +2,27 @@
 #   make repro   install into .venv, pull the shipped models (dvc-store/), then `dvc repro` the main pipeline
 #   make verify  install, pull, recompute every main stage (dvc repro -f), check models and curves are byte-identical
 #   make test    install into .venv, then run the test suite (includes the whole pipeline at smoke profile)
-#   make fedhydra  install, then reproduce FedHydra's tables and figures (papers/fedhydra/, a DVC project of its own)
-#   make fedmho    install, then reproduce FedMHO's pipeline (papers/fedmho/: Tables I-IV, Figs. 5 and 9 so far)
+#   make fedhydra|fedmho|hfldd|ofeded  install, pull what ships for that paper (papers/<paper>/, a DVC project of
+#                  its own) and re-render its reports from the committed runs: no training stage runs.
+#                  To recompute a paper's runs: cd papers/<paper> && dvc repro (hours)
+#   make deps      write every stage's code deps from the imports; make check-deps checks them (tests do too)
+#   make lock      re-freeze requirements.lock from requirements.txt (after changing a pin there)
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install repro verify fedhydra fedmho test bench dag farm clean-venv
+PAPERS := fedhydra fedmho hfldd ofeded
+
+.PHONY: install repro verify $(PAPERS) deps check-deps lock test bench dag farm clean-venv
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+# requirements.lock pins every package exactly (requirements.txt: the direct ones, exactly too)
+$(VENV)/.installed: requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --disable-pip-version-check 'uv>=0.5'
-	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check 'uv==0.13.9'
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.lock
 	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $@
 
@@ -24,18 +30,40 @@ repro: install
 	dvc pull
 	dvc repro
 
+# FedDF's auxiliary data in the main experiment is Fashion-MNIST: say so in one line before anything runs
+FMNIST := /usr/share/datasets/fashion-mnist
 verify: install
+	@test -d $(FMNIST) || [ -n "$(DOWNLOAD)" ] || { echo "make verify: Fashion-MNIST (FedDF's auxiliary data) is not installed: run 'apt-get install dataset-fashion-mnist', or 'make verify DOWNLOAD=1' to let torchvision download it"; exit 1; }
 	dvc pull
+	@ran=$$(python -c "import json; print(json.load(open('models/main/clients/index.json'))['runtime']['cpu'])"); \
+	here=$$(python -c "from osfl.runtime import cpu_model; print(cpu_model())"); \
+	[ "$$ran" = "$$here" ] || echo "make verify: the committed outputs were computed on '$$ran', this machine is '$$here': floating-point results differ between CPU types, so byte identity is not expected here"
 	find models/main results/main/live -type f \( -name '*.pt' -o -name '*.tsv' -o -name metrics.json \) \
 	  | sort | xargs md5sum > .verify.md5
 	dvc repro -f
 	md5sum --check --quiet .verify.md5 && echo "verify: every model, curve and live metric is byte-identical"
 
-fedhydra: install
-	cd papers/fedhydra && dvc repro
+# a paper's reports from its committed runs: pull what ships (the runs' live curves among it), rebuild the cached
+# inputs its render reads that do not ship (FedHydra's prepared data), then the render stage alone; nothing trains
+RENDER_INPUTS_fedhydra := prepare
+$(PAPERS): install
+	@test -d papers/$@/results || { echo "make $@: papers/$@ has no committed runs yet; to compute them: cd papers/$@ && dvc repro (hours)"; exit 1; }
+	cd papers/$@ && { dvc pull --allow-missing -q || echo "make $@: outputs that do not ship were skipped (tests/test_shipped_store.py, NOT_SHIPPED, says which and why)"; }
+	$(if $(RENDER_INPUTS_$@),cd papers/$@ && dvc repro --single-item $(RENDER_INPUTS_$@))
+	cd papers/$@ && dvc repro --single-item render
 
-fedmho: install
-	cd papers/fedmho && dvc repro
+deps: install
+	$(BIN)/python -m osfl.provenance.deps --write
+
+check-deps: install
+	$(BIN)/python -m osfl.provenance.deps
+
+lock:
+	rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install -q --disable-pip-version-check 'uv==0.13.9'
+	.lock-venv/bin/uv pip install -q --python .lock-venv/bin/python -r requirements.txt
+	{ sed -n 1,2p requirements.lock; .lock-venv/bin/uv pip freeze --python .lock-venv/bin/python; } > requirements.lock.new
+	mv requirements.lock.new requirements.lock && rm -rf .lock-venv
 
 test: install
 	$(BIN)/python -m pytest
