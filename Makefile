@@ -1,6 +1,7 @@
 # Two commands do everything on a fresh machine:
 #   make repro   install into .venv, pull the shipped models (dvc-store/), then `dvc repro` the main pipeline
 #   make verify  install, pull, recompute every main stage (dvc repro -f), check models and curves are byte-identical
+#   make verify PAPER=hfldd  re-run a seeded sample of a paper's committed stages and compare with dvc.lock
 #   make test    install into .venv, then run the test suite (includes the whole pipeline at smoke profile)
 #   make fedhydra|fedmho|hfldd|ofeded  install, pull what ships for that paper (papers/<paper>/, a DVC project of
 #                  its own) and re-render its reports from the committed runs: no training stage runs.
@@ -32,7 +33,17 @@ repro: install
 
 # FedDF's auxiliary data in the main experiment is Fashion-MNIST: say so in one line before anything runs
 FMNIST := /usr/share/datasets/fashion-mnist
+# make verify PAPER=<paper> [SAMPLE=3 SEED=0]: re-run a seeded sample of that paper's committed stages whose code and
+# inputs are as recorded and compare their outputs with dvc.lock (osfl.provenance.verify); it lists the others and why
+PAPER ?=
+SAMPLE ?= 3
+SEED ?= 0
 verify: install
+ifneq ($(PAPER),)
+	@test -d papers/$(PAPER) || { echo "make verify: PAPER=$(PAPER): allowed: $(PAPERS)"; exit 2; }
+	cd papers/$(PAPER) && { dvc fetch -q || echo "make verify: outputs that do not ship were skipped"; } && dvc checkout --allow-missing -q
+	$(BIN)/python -m osfl.provenance.verify papers/$(PAPER) --sample $(SAMPLE) --seed $(SEED)
+else
 	@test -d $(FMNIST) || [ -n "$(DOWNLOAD)" ] || { echo "make verify: Fashion-MNIST (FedDF's auxiliary data) is not installed: run 'apt-get install dataset-fashion-mnist', or 'make verify DOWNLOAD=1' to let torchvision download it"; exit 1; }
 	dvc pull
 	@ran=$$(python -c "import json; print(json.load(open('models/main/clients/index.json'))['runtime']['cpu'])"); \
@@ -42,13 +53,14 @@ verify: install
 	  | sort | xargs md5sum > .verify.md5
 	dvc repro -f
 	md5sum --check --quiet .verify.md5 && echo "verify: every model, curve and live metric is byte-identical"
+endif
 
 # a paper's reports from its committed runs: pull what ships (the runs' live curves among it), rebuild the cached
 # inputs its render reads that do not ship (FedHydra's prepared data), then the render stage alone; nothing trains
 RENDER_INPUTS_fedhydra := prepare
 $(PAPERS): install
 	@test -d papers/$@/results || { echo "make $@: papers/$@ has no committed runs yet; to compute them: cd papers/$@ && dvc repro (hours)"; exit 1; }
-	cd papers/$@ && { dvc pull --allow-missing -q || echo "make $@: outputs that do not ship were skipped (tests/test_shipped_store.py, NOT_SHIPPED, says which and why)"; }
+	cd papers/$@ && { dvc fetch -q || echo "make $@: outputs that do not ship were skipped (tests/test_shipped_store.py, NOT_SHIPPED, says which and why)"; } && dvc checkout --allow-missing -q
 	$(if $(RENDER_INPUTS_$@),cd papers/$@ && dvc repro --single-item $(RENDER_INPUTS_$@))
 	cd papers/$@ && dvc repro --single-item render
 

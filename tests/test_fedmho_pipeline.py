@@ -223,11 +223,12 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
 def test_sweep_stages_list_every_module_they_import(fedmho_repo):
     # the committed params leave sweeps.datasets empty, so the DAG test cannot see the sweep stages' templates
     # (sweep_train, sweep, fid); this copy instantiates them
-    from test_dag_deps import missing_deps
+    from osfl.provenance import deps as provenance
 
     work, _, _ = fedmho_repo
-    checked, missing = missing_deps(f"{SUB}/dvc.yaml", work)
-    assert checked and not missing, missing
+    assert {s.name for s in provenance.derive(f"{SUB}/dvc.yaml", work) if s.items} >= {"sweep_train", "sweep", "fid"}
+    missing = provenance.check(work, [f"{SUB}/dvc.yaml"], extra=False)
+    assert not missing, missing
 
 
 def test_smoke_table11_fids_and_their_references(fedmho_repo):

@@ -147,4 +147,4 @@ def tokens(value) -> set[str]:
         return set().union(*map(tokens, value.values()), *map(tokens, value.keys())) if value else set()
     if isinstance(value, list):
         return set().union(*map(tokens, value)) if value else set()
-    return set(re.split(r"[\s,:=]+", str(value)))
+    return {t for t in re.split(r"[\s,:=]+", str(value)) if t}

@@ -1,0 +1,339 @@
+"""Recompute a seeded sample of a pipeline's committed stages and compare their outputs with what dvc.lock records.
+
+    python -m osfl.provenance.verify papers/hfldd                 # 3 stages drawn with seed 0
+    python -m osfl.provenance.verify papers/hfldd --sample 5 --seed 1
+    python -m osfl.provenance.verify papers/hfldd --stages 'partition@*'
+    make verify PAPER=hfldd
+
+A stage can be checked when dvc.lock records it and DVC finds its dependencies (code, params, inputs) exactly as
+recorded: then re-running it (``dvc repro --force --single-item``) must give the recorded outputs. Every other
+stage is listed with the reason it cannot be checked here: its code or params changed since it ran (it is stale:
+re-run it), or an input is not on this machine (not shipped: see tests/test_shipped_store.py), or it is frozen.
+
+Outputs are compared by their md5. Floating-point results differ in their last bits between CPU types (float sums
+in another order), so an output that differs is compared again by value where it can be read (JSON numbers, tensors
+of ``.pt`` files, ``.tsv``/``.csv`` numbers): "within tolerance" when every number agrees to ``--rtol``/``--atol``.
+The check leaves the checkout as it found it: dvc.lock and git's index are put back, and a stage's outputs are moved
+aside before its re-run (a persistent checkpoint would otherwise turn it into a resume) and back after, unless they
+came out as recorded.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import hashlib
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@dataclass
+class Check:
+    stage: str
+    status: str  # identical | within tolerance | differs | not checked
+    detail: str = ""
+    seconds: float = 0.0
+    outputs: list[str] = field(default_factory=list)
+
+
+def _dvc(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    p = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=cwd, capture_output=True, text=True, env=env)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"dvc {' '.join(args)} failed in {cwd}:\n{(p.stdout + p.stderr)[-2000:]}")
+    return p
+
+
+def _lock(project: Path) -> dict:
+    path = project / "dvc.lock"
+    return (yaml.safe_load(path.read_text()) or {}).get("stages", {}) if path.is_file() else {}
+
+
+def _why_not(entry: list) -> str | None:
+    """Why a stage ``dvc status`` lists cannot be checked, or None when only its outputs are missing or differ."""
+    for item in entry:
+        if isinstance(item, str):
+            return "frozen or always changed" if "frozen" in item or "always" in item else f"dvc status: {item}"
+        if "changed deps" in item:
+            deps = item["changed deps"]
+            changed = sorted(p for p, s in deps.items() if s != "deleted")
+            gone = sorted(p for p, s in deps.items() if s == "deleted")
+            if changed:
+                code = [p for p in changed if "src/osfl" in p]
+                what = (f"{len(code)} code dep(s) changed since it ran" if code else
+                        f"dependency changed since it ran: {', '.join(changed[:3])}")
+                return f"stale: {what} (re-run it)"
+            if gone:
+                return f"input not on this machine: {', '.join(gone[:2])}{' ...' if len(gone) > 2 else ''}"
+        if "changed command" in item or "changed params" in item:
+            return "stale: its command or params changed since it ran (re-run it)"
+    return None
+
+
+def candidates(project: Path) -> tuple[list[str], dict[str, str]]:
+    """(stages that can be checked, stage -> why not) for the stages dvc.lock records."""
+    lock = _lock(project)
+    status = json.loads(_dvc(["status", "--json"], project).stdout or "{}")
+    ok, skipped = [], {}
+    frozen = {name for name, body in _stages_yaml(project).items() if body.get("frozen")}
+    for name in lock:
+        template = name.split("@")[0]
+        if template in frozen or name in frozen:
+            skipped[name] = "frozen (its outputs came from elsewhere, e.g. a lent GPU)"
+            continue
+        why = _why_not(status.get(name, []))
+        if why:
+            skipped[name] = why
+        else:
+            ok.append(name)
+    return ok, skipped
+
+
+def _stages_yaml(project: Path) -> dict:
+    return (yaml.safe_load((project / "dvc.yaml").read_text()) or {}).get("stages", {})
+
+
+def _outs(lock_entry: dict) -> dict[str, str]:
+    return {o["path"]: o.get("md5", "") for o in lock_entry.get("outs", [])}
+
+
+def _cache_file(project: Path, md5: str) -> Path | None:
+    for cache in (project / ".dvc" / "cache", ROOT / ".dvc" / "cache"):
+        p = cache / "files" / "md5" / md5[:2] / md5[2:]
+        if p.is_file():
+            return p
+    return None
+
+
+def _numbers(path: Path) -> list[float] | None:
+    """Every number a file holds, in order, for a comparison by value; None when it cannot be read as numbers."""
+    suffix = path.suffix
+    try:
+        if suffix == ".json":
+            found: list[float] = []
+
+            def walk(v):
+                if isinstance(v, bool):
+                    return
+                if isinstance(v, (int, float)):
+                    found.append(float(v))
+                elif isinstance(v, dict):
+                    for k in sorted(v):
+                        walk(v[k])
+                elif isinstance(v, list):
+                    for x in v:
+                        walk(x)
+            walk(json.loads(path.read_text()))
+            return found
+        if suffix in (".tsv", ".csv"):
+            sep = "\t" if suffix == ".tsv" else ","
+            out = []
+            for line in path.read_text().splitlines()[1:]:
+                for cell in line.split(sep):
+                    try:
+                        out.append(float(cell))
+                    except ValueError:
+                        pass
+            return out
+        if suffix == ".pt":
+            import torch
+
+            state = torch.load(path, map_location="cpu", weights_only=True)
+            tensors = state.values() if isinstance(state, dict) else [state]
+            return [float(x) for t in tensors if hasattr(t, "flatten") for x in t.flatten().double().tolist()]
+    except Exception:  # noqa: BLE001 - unreadable as numbers: compared by md5 only
+        return None
+    return None
+
+
+def _file_pairs(project: Path, path: str, md5: str) -> list[tuple[str, Path | None, Path]]:
+    """(relative name, the recorded file in the cache or None, the recomputed file) for an output."""
+    new = project / path
+    if not md5.endswith(".dir"):
+        return [(path, _cache_file(project, md5) or _git_copy(project, path), new)]
+    listing = _cache_file(project, md5)
+    if listing is None:
+        return [(path, None, new)]
+    return [(f"{path}/{e['relpath']}", _cache_file(project, e["md5"]), new / e["relpath"])
+            for e in json.loads(listing.read_text())]
+
+
+def _git_copy(project: Path, path: str) -> Path | None:
+    """The committed copy of a git-tracked output (cache: false), written to a temporary file, or None."""
+    shown = subprocess.run(["git", "show", f"HEAD:./{path}"], cwd=project, capture_output=True)
+    if shown.returncode != 0:
+        return None
+    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"osfl-verify-{hashlib.md5(shown.stdout).hexdigest()}"
+    tmp.write_bytes(shown.stdout)
+    return tmp
+
+
+def compare_by_value(project: Path, path: str, md5: str, rtol: float, atol: float) -> tuple[bool, str]:
+    """Whether a differing output agrees by value with the recorded one (and the largest difference found)."""
+    worst, files = 0.0, 0
+    for name, old, new in _file_pairs(project, path, md5):
+        if old is None or not new.is_file():
+            return False, (f"{name} differs; its recorded copy is not on this machine (not shipped): md5 only"
+                           if old is None else f"{name} was not written")
+        if old.read_bytes() == new.read_bytes():
+            continue
+        a = _numbers(_with_suffix(old, new.suffix))
+        b = _numbers(new)
+        if a is None or b is None or len(a) != len(b):
+            return False, f"{name} differs (not comparable by value)"
+        files += 1
+        for x, y in zip(a, b):
+            d = abs(x - y)
+            worst = max(worst, d if not math.isnan(d) else math.inf)
+            if not (math.isclose(x, y, rel_tol=rtol, abs_tol=atol) or (math.isnan(x) and math.isnan(y))):
+                return False, f"{name} differs by value (|{x:.6g} - {y:.6g}| = {d:.3g})"
+    return True, f"{path}: {files} file(s) differ in their bits; largest difference {worst:.3g}"
+
+
+def _with_suffix(cache_file: Path, suffix: str) -> Path:
+    """A copy of a cache object (which has no suffix) named with the output's suffix, so the readers pick a format."""
+    if not suffix or cache_file.suffix == suffix:
+        return cache_file
+    copy = Path(tempfile.mkdtemp(prefix="osfl-verify-")) / f"recorded{suffix}"
+    shutil.copyfile(cache_file, copy)
+    return copy
+
+
+def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
+    """Re-run ``name`` from scratch and compare its outputs with the recorded ones; then put the checkout back as it
+    was. Its outputs are moved aside first (so a persistent checkpoint does not turn the re-run into a resume) and
+    moved back after, unless they came out as recorded: then the new ones stay, and the stages that read them can be
+    checked next. Nothing that was there is lost."""
+    lock_text = (project / "dvc.lock").read_text()
+    recorded = _outs(_lock(project)[name])
+    staged = _staged(project)
+    (project / ".dvc" / "tmp").mkdir(parents=True, exist_ok=True)
+    aside = Path(tempfile.mkdtemp(prefix="verify-", dir=project / ".dvc" / "tmp"))  # same file system: renames
+    for path in recorded:
+        if (project / path).exists():
+            (aside / path).parent.mkdir(parents=True, exist_ok=True)
+            (project / path).rename(aside / path)
+    check = None
+    try:
+        check = _rerun(project, name, recorded, rtol, atol)
+        return check
+    finally:
+        (project / "dvc.lock").write_text(lock_text)
+        added = sorted(_staged(project) - staged)  # DVC's autostage (core.autostage) adds what it wrote to git's index
+        if added:
+            subprocess.run(["git", "reset", "-q", "--", *added], cwd=_git_root(project), capture_output=True)
+        if check is None or check.status != "identical":
+            for path in recorded:
+                _remove(project / path)
+                if (aside / path).exists():
+                    (aside / path).rename(project / path)
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        path.unlink()
+
+
+def _git_root(project: Path) -> Path:
+    return Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=project, capture_output=True, text=True,
+                               check=True).stdout.strip())
+
+
+def _staged(project: Path) -> set[str]:
+    """Paths (relative to the git root) whose index entry differs from HEAD."""
+    return set(subprocess.run(["git", "diff", "--cached", "--name-only"], cwd=project, capture_output=True,
+                              text=True).stdout.split())
+
+
+def _rerun(project: Path, name: str, recorded: dict[str, str], rtol: float, atol: float) -> Check:
+    t0 = time.perf_counter()
+    run = _dvc(["repro", "--force", "--single-item", name], project, check=False)
+    seconds = time.perf_counter() - t0
+    if run.returncode != 0:
+        return Check(name, "not checked", "the re-run failed: " + (run.stdout + run.stderr).strip()[-300:], seconds)
+    now = _outs(_lock(project)[name])
+    differ = [p for p in recorded if now.get(p) != recorded[p]]
+    if not differ:
+        return Check(name, "identical", f"{len(recorded)} output(s), md5 as recorded", seconds, list(recorded))
+    details, close = [], True
+    for p in differ:
+        ok, why = compare_by_value(project, p, recorded[p], rtol, atol)
+        close &= ok
+        details.append(why)
+    return Check(name, "within tolerance" if close else "differs", "; ".join(details), seconds, list(recorded))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m osfl.provenance.verify", description=__doc__.split("\n")[0])
+    p.add_argument("project", type=Path, help="a pipeline's folder: . (the main experiment) or papers/<paper>")
+    p.add_argument("--sample", type=int, default=3, help="how many checkable stages to re-run (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    p.add_argument("--stages", default="", help="only stages matching these glob patterns (comma-separated)")
+    p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of a comparison by value")
+    p.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance of a comparison by value")
+    args = p.parse_args(argv)
+    project = args.project.resolve()
+    if not (project / "dvc.yaml").is_file():
+        p.error(f"project: {args.project} holds no dvc.yaml")
+    if not (project / "dvc.lock").is_file():
+        print(f"verify: {args.project} has no dvc.lock: nothing was run there yet, so nothing can be checked")
+        return 1
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "dvc.lock"], cwd=project, capture_output=True,
+                           text=True).stdout.strip()
+    if dirty:
+        p.error(f"project: {args.project}/dvc.lock has uncommitted changes; commit or restore them first")
+    from osfl.runtime import cpu_model
+
+    pats = [s.strip() for s in args.stages.split(",") if s.strip()]
+    rng = random.Random(args.seed)
+    checks: list[Check] = []
+    first = None
+    # one stage at a time: a stage whose outputs came out as recorded stays in place, so the stages that read them
+    # become checkable in the next draw (prepare -> partition -> train ...)
+    while len(checks) < args.sample:
+        ok, skipped = candidates(project)
+        first = first or (len(ok), len(ok) + len(skipped))
+        done = {c.stage for c in checks}
+        pool = [s for s in ok if s not in done and (not pats or any(fnmatch.fnmatch(s, pat) for pat in pats))]
+        if not pool:
+            break
+        if not checks:
+            print(f"verify {args.project}: {first[0]} of {first[1]} recorded stages can be checked now (more as their "
+                  f"inputs are recomputed); re-running up to {args.sample}, drawn with seed {args.seed}, on "
+                  f"{cpu_model()}", flush=True)
+        c = check_stage(project, rng.choice(sorted(pool)), args.rtol, args.atol)
+        checks.append(c)
+        print(f"  {c.status:16s} {c.stage} ({c.seconds:.0f} s): {c.detail}", flush=True)
+    done = {c.stage for c in checks}
+    skipped = {k: v for k, v in skipped.items() if k not in done}
+    skipped.update({k: "checkable, not drawn" for k in candidates(project)[0] if k not in done} if checks else {})
+    reasons: dict[str, list[str]] = {}
+    for name, why in skipped.items():
+        key = ("stale: its code, params or inputs changed since it ran (re-run it)" if why.startswith("stale") else
+               "an input is not on this machine" if why.startswith("input not") else why)
+        reasons.setdefault(key, []).append(name)
+    for why, names in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        print(f"  not checkable ({len(names)}): {why}: {', '.join(names[:4])}{' ...' if len(names) > 4 else ''}")
+    bad = [c for c in checks if c.status in ("differs", "not checked")]
+    print(f"verify {args.project}: {sum(c.status == 'identical' for c in checks)} identical, "
+          f"{sum(c.status == 'within tolerance' for c in checks)} within tolerance, {len(bad)} differ or failed")
+    return 1 if bad or not checks else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
