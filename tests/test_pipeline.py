@@ -238,9 +238,14 @@ def test_stages_pin_record_and_reproduce_bit_for_bit(smoke_repo):
     for a in sorted((work / "models" / "main" / "clients").rglob("*.pt")):
         b = work / "models" / "again" / "clients" / a.relative_to(work / "models" / "main" / "clients")
         assert a.read_bytes() == b.read_bytes(), b
+    # the outputs' hashes depend only on what was computed: seconds and host facts live in the runtime records
+    for a in sorted(p for p in (work / "models" / "main" / "clients").rglob("*") if p.is_file()):
+        assert a.read_bytes() == (work / "models" / "again" / "clients" / a.relative_to(work / "models" / "main" / "clients")).read_bytes(), a
+    for rec in ("clients", "dense"):
+        assert json.loads((work / "results" / "again" / "runtime" / f"{rec}.json").read_text())["seconds"] > 0
     main_dense = work / "models" / "main" / "global" / "dense" / "model.pt"
     assert (work / "models" / "again" / "global" / "dense" / "model.pt").read_bytes() == main_dense.read_bytes()
-    rt = json.loads((work / "models" / "main" / "clients" / "index.json").read_text())["runtime"]
+    rt = json.loads((work / "results" / "main" / "runtime" / "clients.json").read_text())["runtime"]
     assert rt["threads"] == 1 and rt["device"] == "cpu" and rt["deterministic"] is True
     assert rt["cpu"] and rt["cpu_capability"]
     metrics = json.loads((work / "results" / "main" / "runs" / "dense.json").read_text())

@@ -29,17 +29,16 @@ for spec in "$@"; do
   timed python -m osfl.stages.server "${args[@]}" --method "$method" "${extra[@]}"
   timed python -m osfl.stages.evaluate "${args[@]}" --method "$method" "${extra[@]}"
 done
-# where and how long: the device and seconds of every step, from the manifests, next to the results
+# where and how long: the device and seconds of every step, from the stages' runtime records, next to the results
 python - "$run" <<'PY'
 import json, sys
 from pathlib import Path
 run = sys.argv[1]
-models = Path("models") / run
-def info(manifest):
-    d = json.loads(manifest.read_text())
+records = Path("results") / run / "runtime"
+def info(record):
+    d = json.loads(record.read_text())
     return {"seconds": d.get("seconds"), "runtime": d.get("runtime")}
-out = {"train": info(models / "clients" / "index.json"),
-       "servers": {p.name: info(p / "manifest.json") for p in sorted((models / "global").glob("*"))
-                   if (p / "manifest.json").exists()}}
+out = {"train": info(records / "clients.json"),
+       "servers": {p.stem: info(p) for p in sorted(records.glob("*.json")) if p.stem != "clients"}}
 (Path("results") / run / "device.json").write_text(json.dumps(out, indent=2) + "\n")
 PY

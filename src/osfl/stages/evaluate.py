@@ -52,6 +52,7 @@ def _run(args) -> None:
     if abs(live["final"] - final) > 1e-6:
         raise RuntimeError(f"{name}: saved model gives {final:.4f}% but the server logged {live['final']:.4f}% "
                            f"({live_dir}); the checkpoint does not match the run")
+    timing = read_json(require_input(paths.runtime_record(name), f"server@{name}"))
     epochs, accs = read_curve(live_dir)
     trained = [i for i, e in enumerate(epochs) if e > 0] or list(range(len(epochs)))  # epoch 0: before training
     best = max(trained, key=lambda i: accs[i])
@@ -60,8 +61,8 @@ def _run(args) -> None:
     record = {"method": args.method, "tag": args.tag, "acc_final": final, "acc_best": live["best"],
               "best_epoch": epochs[best], "epochs": man.get("epochs", 0),
               "test_samples": int(len(y_test)), "stand_in_data": data.stand_in,
-              "choices": man["choices"], "server_seconds": round(man["seconds"], 3),
-              "runtime": man.get("runtime", {}),  # where the server ran: device, CPU model, threads, torch
+              "choices": man["choices"], "server_seconds": timing["seconds"],
+              "runtime": timing["runtime"],  # where the server ran: device, CPU model, threads, torch, switches
               "extras": man.get("extras") or {}}
     if "flops" in man:  # the server stage's --count-flops
         record["server_flops"] = man["flops"]  # besides the model (FedHydra: MS weights, synthetic images)

@@ -15,9 +15,9 @@ from ..errors import ConfigError
 from ..evaluation import uploads_ensemble, voting_predictor
 from ..live import LiveRun
 from ..protocols.one_shot import build_context, make_method, run_method
-from ..runtime import derive_seed, device_info, save_state_dict, write_json
+from ..runtime import derive_seed, save_state_dict, write_json
 from .common import (check_upload_name, load_config, load_data, parser, require_input, run_name, run_stage,
-                     stand_in_sizes, subset, test_tensors)
+                     stand_in_sizes, subset, test_tensors, write_runtime_record)
 
 
 def main(argv=None) -> None:
@@ -130,7 +130,7 @@ def _run(args) -> None:
         "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
         "choices": {**method.resolved(profile), **result.choices},
         "epochs": epochs, "members": result.members, "weights": result.weights, "extras": result.extras,
-        "clients_dir": clients_dir, "seconds": seconds, "runtime": {**device_info(device), **accel.in_force(device)},
+        "clients_dir": clients_dir, "runtime": accel.in_force(device),  # seconds and host: the runtime record
     }
     if distilled:
         manifest["distilled_dir"] = str(distilled_dir)
@@ -149,6 +149,7 @@ def _run(args) -> None:
     elif result.kind != "ensemble":
         raise ValueError(f"method {args.method} returned unknown result kind {result.kind!r}")
     write_json(out / "manifest.json", manifest)
+    write_runtime_record(paths.runtime_record(name), seconds, device, accel)
     print(f"{name}: final {final:.2f}%, best {live.best if live.best is not None else final:.2f}% over {epochs} server epochs")
     print(f"{name}: {result.kind} written to {out} in {seconds:.1f} s")
 

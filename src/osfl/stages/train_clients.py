@@ -14,8 +14,8 @@ from ..config import scaled_epochs
 from ..cost.counter import spent
 from ..evaluation import accuracy
 from ..partition import load_partition
-from ..runtime import derive_seed, device_info, write_json
-from .common import load_data, load_config, parser, require_input, run_stage, test_tensors
+from ..runtime import derive_seed, write_json
+from .common import load_data, load_config, parser, require_input, run_stage, test_tensors, write_runtime_record
 
 
 def main(argv=None) -> None:
@@ -58,13 +58,15 @@ def _run(args) -> None:
     _, accs = upload_cohort(out, cohort, results, spec=spec, class_counts=part.class_counts, x_test=x_test,
                             y_test=y_test, train_info=train_info)
     summary = [{"client": k, "n_samples": int(len(idx)), "local_test_acc": accs[k],
-                "seconds": per_client_seconds[k], "samples_seen": results[k].samples_seen}
-               for k, idx in enumerate(part.client_indices)]
+                "samples_seen": results[k].samples_seen} for k, idx in enumerate(part.client_indices)]
     seconds = time.perf_counter() - t0
     seen = sum(s["samples_seen"] for s in summary)
+    # what was computed, and the switches that decide it; seconds and the host go to the runtime record
     write_json(out / "index.json", {"clients": summary, "epochs_run": epochs, "profile": profile.name,
-                                   "runtime": {**device_info(device), **accel.in_force(device)},
-                                   "seconds": seconds})
+                                   "runtime": accel.in_force(device)})
+    write_runtime_record(paths.runtime_record("clients"), seconds, device, accel, batched=batched,
+                 per_client_seconds=[round(float(s), 3) for s in per_client_seconds],
+                 samples_per_second=round(seen / max(seconds, 1e-9), 1))
     flops = {} if cost.flops is None else {"train_flops": cost.flops}  # all clients, local training only
     # DP-SGD clients (SPEC §2.8 [P]): σ, τ, δ and each client's ε (opacus' RDP accountant); no entry without DP
     dp = {} if not local.dp else {"dp": dp_record(local, [r.steps for r in results],
