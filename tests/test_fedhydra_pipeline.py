@@ -138,10 +138,15 @@ def test_claims_follow_the_runs(fedhydra_repo):
         (v,) = [c["verdict"] for c in claims if c["artifact"] == artifact and c["claim"].startswith(claim)]
         return v
 
+    # one seed: a verdict never contradicts the numbers' direction, and is "within spread" or "not judged" when the
+    # difference does not exceed the curves' swing (osfl.reporting.spread; the rules: test_spread_verdicts.py)
+    def follows(verdict: str, holds: bool) -> bool:
+        return verdict in ("holds" if holds else "does not hold", "within spread") or verdict.startswith("not judged")
+
     sa_wins = metric(work, "cifar10-dir0.5", "fedhydra") > metric(work, "cifar10-dir0.5", "fedhydra-ae")
-    assert by("figure07", "SA consistently outp") == ("holds" if sa_wins else "does not hold")
+    assert follows(by("figure07", "SA consistently outp"), sa_wins)
     best = metric(work, "cifar10-dir0.5", "fedhydra") >= max(metric(work, "cifar10-dir0.5", m) for m in ("fedavg", "dense"))
-    assert by("table01", "FedHydra has the best") == ("holds" if best else "does not hold")
+    assert follows(by("table01", "FedHydra has the best"), best)
     assert by("figure10", "all models collapse ") == "not run"  # MNIST not in the grid
     curve = (work / SUB / "results" / "cifar10-dir0.5" / "local_curve.csv").read_text().splitlines()
     assert curve[0].startswith("epoch,fedavg,client_1") and len(curve) == 3  # E = 200 x 0.01 = 2, every 1

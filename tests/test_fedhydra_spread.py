@@ -1,4 +1,5 @@
-"""FedHydra's report over seeds and variants: mean ± std cells, variant rows, readings, spread in the claim verdicts.
+"""FedHydra's report over seeds and variants: mean ± std cells, variant rows, readings, the spread rule in the claim
+verdicts (the rule itself: tests/test_spread_verdicts.py).
 
 Made-up run folders: the seed-0 run in the layout before runs/ + live/ (as the committed results are), its extra
 seeds (``<run>-s<k>``) and the variants in the runs/ + live/ layout, so both loaders feed one table cell.
@@ -13,12 +14,11 @@ from pathlib import Path
 import pytest
 from helpers import compile_latex
 from test_fedhydra_claims import run as made_up_run
-from test_fedhydra_claims import verdicts
 from test_fedhydra_current import PIPE, _write_run, committed_params
 
 from osfl.papers import fedhydra as fh
 from osfl.reporting.published import get_artifact, render_comparison
-from osfl.reporting.spread import format_spread, mean_std, spread_note, within_spread
+from osfl.reporting.spread import Side, compare, format_spread, mean_std
 
 TABLE1 = ("table01", "FedHydra has the best ac")
 SA_AE = ("figure07", "SA consistently outperfo")
@@ -90,11 +90,16 @@ def test_mean_std_is_the_sample_std():
 
 def test_within_the_spread_uses_the_larger_std():
     a, b = [69.0, 70.0, 71.0], [70.5, 70.5, 70.5]  # stds 1.0 and 0.0, means 70.0 and 70.5
-    assert within_spread(a, b) == pytest.approx((0.5, 1.0))
-    assert spread_note(a, b) == "within the spread: 0.50 points, std 1.00, n = 3"
-    assert spread_note(a, 70.5, "x") == "within the spread in x: 0.50 points, std 1.00, n = 3 and 1"
-    assert within_spread(a, [72.5, 72.5]) is None  # 2.5 points > std 1.0
-    assert within_spread(70.0, 70.5) is None  # one seed each: no spread to speak of
+
+    def side(name, values):
+        return Side(name, dict(enumerate(values)))
+
+    v = compare(side("a", a), side("b", b))
+    assert v.verdict == "within spread"
+    assert v.basis == "seeds 0, 1, 2 (n = 3): difference -0.50, spread 1.00 (larger sample std)"
+    assert compare(side("a", a), side("b", [72.5, 72.5, 72.5])).verdict == "does not hold"  # 2.5 points > std 1.0
+    # one seed each and no curve: no spread to speak of
+    assert compare(side("a", [70.0]), side("b", [70.5])).label == "not judged: one seed, no spread"
 
 
 def test_render_comparison_cells_with_seeds_and_extra_rows(tmp_path):
@@ -205,35 +210,44 @@ def test_claim_within_the_spread_is_said():
             "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"dense": 70.5, "fedhydra": 70.0}),
             "fmnist-dir0.5-s2": made_up_run("fmnist-dir0.5-s2", {"dense": 70.5, "fedhydra": 71.2})}
     (c,) = [c for c in fh.claims(runs, ["dir0.5"], None, "-", [], seeds=[1, 2]) if c["artifact"] == "table01"]
-    # FedHydra 70.00 ± 1.20 < DENSE 70.50: does not hold, but by 0.5 points, within FedHydra's std of 1.2
-    assert c["verdict"] == "does not hold"
-    assert c["spread"] == "within the spread in fmnist α=0.5: 0.50 points, std 1.20, n = 3"
-    assert "best DENSE 70.50 ± 0.00 (n=3) vs FedHydra 70.00 ± 1.20 (n=3)" in c["evidence"]
-    # the same runs without the extra seeds: one run each, no spread to speak of
+    # FedHydra 70.00 ± 1.20 below DENSE 70.50, by 0.5 points, within FedHydra's std of 1.2: no longer "does not hold"
+    assert c["verdict"] == "within spread" and "spread" not in c
+    assert ("FedHydra 70.00 ± 1.20 (n=3) vs DENSE 70.50 ± 0.00 (n=3) (seeds 0, 1, 2 (n = 3): difference -0.50, "
+            "spread 1.20 (larger sample std))") in c["evidence"]
+    # the same runs without the extra seeds: one run each, no curve, so no spread to judge by
     (c1,) = [c for c in fh.claims(runs, ["dir0.5"], None, "-", []) if c["artifact"] == "table01"]
-    assert c1["verdict"] == "does not hold" and "spread" not in c1 and "DENSE 70.50 vs FedHydra 68.80" in c1["evidence"]
+    assert (c1["verdict"], c1["reason"]) == ("not judged", "one seed, no spread")
+    assert "FedHydra 68.80 vs DENSE 70.50" in c1["evidence"]
 
 
-def test_claim_outside_the_spread_says_nothing_of_it():
+def test_claim_outside_the_spread_holds():
     runs = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"dense": 60.0, "fedhydra": 69.0}),
             "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"dense": 61.0, "fedhydra": 70.0}),
             "fmnist-dir0.5-s2": made_up_run("fmnist-dir0.5-s2", {"dense": 62.0, "fedhydra": 71.0})}
     v = {(c["artifact"], c["claim"][:24]): c for c in fh.claims(runs, ["dir0.5"], None, "-", [], seeds=[1, 2])}
-    assert v[TABLE1]["verdict"] == "holds" and "spread" not in v[TABLE1]  # 9 points apart, stds 1.0
+    assert v[TABLE1]["verdict"] == "holds"  # 9 points apart, stds 1.0
+    assert "difference +9.00, spread 1.00 (larger sample std)" in v[TABLE1]["evidence"]
 
 
 def test_sa_ae_claim_with_seeds_and_the_readme(repo_root, tmp_path):
+    """SA ran with seeds 0 and 1, AE with seed 0 only: SA is compared on seed 0 (69.0 vs 69.5), not by its two-seed
+    mean (70.0, which "held" before); one seed, so the spread is the curves' swing, and without curves there is none."""
     runs = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"fedhydra": 69.0, "fedhydra-ae": 69.5}),
             "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"fedhydra": 71.0})}
     v = {(c["artifact"], c["claim"][:24]): c for c in fh.claims(runs, ["dir0.5"], None, "-", [], seeds=[1])}
-    c = v[SA_AE]  # SA 70.00 ± 1.41 (n=2) vs AE 69.50: SA better, by 0.5 points
-    assert c["verdict"] == "holds" and "SA 70.00 ± 1.41 (n=2) vs AE 69.50" in c["evidence"]
-    assert c["spread"] == "within the spread in fmnist α=0.5: 0.50 points, std 1.41, n = 2 and 1"
-    assert verdicts(runs)[SA_AE][0] == "does not hold"  # seed 0 alone: SA 69.0 < AE 69.5
+    c = v[SA_AE]
+    assert (c["verdict"], c["reason"]) == ("not judged", "one seed, no spread")
+    assert "SA 69.00 vs AE 69.50; seed 0 (n = 1)" in c["evidence"] and "71.00" not in c["evidence"]
+    curves = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"fedhydra": 69.0, "fedhydra-ae": 69.5}, swing=1.0),
+              "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"fedhydra": 71.0}, swing=1.0)}
+    (w,) = [x for x in fh.claims(curves, ["dir0.5"], None, "-", [], seeds=[1]) if x["artifact"] == "figure07"]
+    assert w["verdict"] == "within spread" and "difference -0.50, spread 1.00" in w["evidence"]
     readme = tmp_path / "README.md"
-    fh._write_readme([], {}, [c], runs, readme, "quick", "", seeds=[1])
-    assert "| **holds** (within the spread in fmnist α=0.5: 0.50 points, std 1.41, n = 2 and 1) |" in readme.read_text()
-    assert "larger of their two sample standard deviations" in readme.read_text()
+    fh._write_readme([], {}, [c, w], runs, readme, "quick", "", seeds=[1])
+    text = readme.read_text()
+    assert "| figure07 | SA consistently outperforms AE (§4.2.2) | **not judged: one seed, no spread** |" in text
+    assert "| **within spread** |" in text
+    assert "larger of the two sides' sample standard deviations" in text and "same seeds only" in text
 
 
 def test_a_rerun_supersedes_the_old_layout(tmp_path):

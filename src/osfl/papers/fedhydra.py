@@ -16,9 +16,13 @@ not run say so), ``runs.md`` (every run: final and best accuracy) and ``README.m
 that regenerates it, and a verdict for each claim of the paper's text that our runs can test). Our number in a
 table cell is the FINAL-epoch accuracy of one run (seed in params); ``runs.md`` also gives the best epoch. Where
 Table 1/2's run also ran with the seeds of ``spread.seeds``, the cell is ``mean ± std (n=k)`` over the seeds (sample
-std, :mod:`osfl.reporting.spread`), its Δ and the claims use the mean, and a claim says when a difference is within
-the spread (|difference of means| <= the larger of the two stds). The variants of ``variants`` (FedHydra on the
-literal reading of Alg. 1, DENSE with bn = 0) are rows of their own in Tables 1-2, below the paper's rows.
+std, :mod:`osfl.reporting.spread`) and its Δ uses the mean. Each claim's verdict follows the rule of
+:mod:`osfl.reporting.spread`: runs of the same seeds only, "holds" / "does not hold" only when the difference of the
+means exceeds the spread (n >= 2 seeds: the larger sample std; one seed: the larger epoch-to-epoch swing over the
+last half of the curves), else "within spread", and "not judged" (with the reason) for no common seed, one seed
+without a curve, or degenerate inputs (clients or a server curve at chance, constant synthetic samples). The
+variants of ``variants`` (FedHydra on the literal reading of Alg. 1, DENSE with bn = 0) are rows of their own in
+Tables 1-2, below the paper's rows; the paper-profile table's rows name their profile and FedHydra's reading.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ import csv
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,12 +38,33 @@ import numpy as np
 from ..live import read_curve as read_live_curve
 from ..reporting.figures import bubble_panels, curve_panels, grouped_bar_panels, heatmap, image_rows
 from ..reporting.published import Artifact, load_artifacts, load_published_table, render_comparison
-from ..reporting.spread import format_spread, mean_std, seed_runs, seed_values, spread_note
+from ..reporting.spread import (
+    DOES_NOT_HOLD,
+    HOLDS,
+    NOT_JUDGED,
+    NOT_RUN,
+    VERDICT_RULE,
+    Side,
+    Verdict,
+    above_all,
+    clients_at_chance,
+    compare,
+    constant_samples,
+    count_verdicts,
+    every,
+    flat_at_chance,
+    late_half,
+    mean_std,
+    seed_runs,
+    seed_values,
+    swing,
+)
 
 DATASETS = {"mnist": "MNIST", "fmnist": "FashionMNIST", "svhn": "SVHN", "cifar10": "CIFAR10"}
 METHODS = {"fedavg": "FedAvg", "ot": "OT", "feddf": "FedDF", "dense": "DENSE", "coboost": "Co-Boosting",
            "fedhydra": "FedHydra (ours)"}
 SHORT = {m: label.replace(" (ours)", "") for m, label in METHODS.items()}  # the paper's labels in later tables
+NUM_CLASSES = {ds: 10 for ds in DATASETS}  # chance = 100 / classes (spread rule 3: degenerate inputs)
 # variants run beside the defaults (params `variants`): result key -> (params key, Table 1/2 row, what it is)
 VARIANTS = {
     "fedhydra-literal": ("fedhydra_literal", "FedHydra (literal Alg. 1)",
@@ -613,156 +638,189 @@ def figure_timing(runs, out: Path) -> list[Path]:
 # claims
 
 
-def _best_method(run: Run, methods=tuple(METHODS)) -> tuple[str, float] | None:
-    vals = {m: run.acc(m) for m in methods if run.acc(m) is not None}
-    if not vals:
-        return None
-    m = max(vals, key=vals.get)
-    return m, vals[m]
+def _degenerate(run: Run, key: str | None) -> str | None:
+    """Why result ``key`` of ``run`` (None: the run's clients alone) cannot be judged, or None (spread rule 3,
+    :mod:`osfl.reporting.spread`): its clients at chance or all equal (``clients.json``), its server curve flat at
+    chance, or its recorded synthetic samples all the same image."""
+    classes = NUM_CLASSES.get(run.dataset, 10)
+    reasons = [clients_at_chance(run.clients, classes)]
+    if key is not None:
+        curve = run.curves.get(key)
+        reasons.append(flat_at_chance(curve[1], classes) if curve else None)
+        samples = (run.extras.get(key) or {}).get("synthetic_samples") or {}
+        reasons.append(constant_samples(samples["images_u8"]) if samples.get("images_u8") else None)
+    return "; ".join(r for r in reasons if r) or None
+
+
+def _swing(accs) -> float | None:
+    """The epoch-to-epoch swing of a curve over its last half (:func:`osfl.reporting.spread.swing`)."""
+    return swing(late_half(accs)) if accs else None
+
+
+def _side(runs: dict[str, Run], name: str, key: str, seeds=(), base_seed=0, label: str | None = None,
+          value: Callable[[Run], float | None] | None = None) -> Side:
+    """Result ``key`` of run ``name`` as one side of a comparison: seed -> ``value(run)`` (default its final
+    accuracy) over the seeds that ran, counting only the first one's configuration (as :func:`over_seeds`), with
+    each seed's swing (the last half of its curve) and degenerate reason (:func:`_degenerate`)."""
+    get = value or (lambda r: r.acc(key))
+    values, swings, bad = {}, {}, {}
+    ref = None
+    for seed, run in seed_runs(runs, name, seeds, base_seed).items():
+        v = get(run)
+        if v is None:
+            continue
+        cfg = _config(key, run.metrics.get(key))
+        if values and cfg != ref:
+            continue
+        ref = cfg if not values else ref
+        values[seed] = float(v)
+        swings[seed] = _swing(run.curves[key][1]) if key in run.curves else None
+        bad[seed] = _degenerate(run, key)
+    return Side(label or SHORT.get(key, key), values, swings, bad)
+
+
+def _with_lead(v: Verdict, lead: str) -> Verdict:
+    return replace(v, evidence=f"{lead}; {v.evidence}" if v.evidence and v.evidence != "-" else lead)
 
 
 def claims(runs: dict[str, Run], splits: list[str], U_r, ms_label: str, lambdas: list[dict], seeds=(),
            base_seed=0) -> list[dict]:
-    """Each testable claim of the paper's text with our verdict (holds / does not hold / not run).
+    """Each testable claim of the paper's text with our verdict (:class:`osfl.reporting.spread.Verdict`: holds /
+    does not hold / within spread / not judged / not run), as claims.json entries.
 
-    A number that ran with more than one seed (the run ``<ds>-<split>`` and ``<ds>-<split>-s<k>`` for ``seeds``) is
-    compared by its mean over the seeds and written ``mean ± std (n=k)``. Where such a comparison (the claimed
-    best or worst against its nearest rival, SA against AE) differs by no more than the LARGER of the two sample stds
-    (:func:`osfl.reporting.spread.within_spread`), the verdict keeps its category and gets a ``spread`` entry, e.g.
-    "within the spread in fmnist α=0.5: 1.10 points, std 1.40, n = 3", which README.md shows after the verdict."""
+    Every comparison takes each side over the seeds that ran (the run ``<ds>-<split>`` and ``<ds>-<split>-s<k>`` for
+    ``seeds``) and uses only the seeds both sides have; it decides only when the difference of the means exceeds the
+    spread (n >= 2: the larger sample std; one seed: the larger epoch-to-epoch swing over the last half of the two
+    curves), and runs with degenerate inputs are not judged (:mod:`osfl.reporting.spread`)."""
     out = []
 
-    def add(artifact, claim, verdict, evidence, spread=()):
-        c = {"artifact": artifact, "claim": claim, "verdict": verdict, "evidence": evidence}
-        notes = [n for n in spread if n]
-        if notes:
-            c["spread"] = "; ".join(notes)
-        out.append(c)
+    def add(artifact, claim, v: Verdict):
+        out.append(v.record(artifact=artifact, claim=claim))
 
-    def vals(name: str, key: str) -> list[float]:
-        return over_seeds(runs, name, key, seeds, base_seed)
+    def side(name: str, key: str, label: str | None = None, value=None) -> Side:
+        return _side(runs, name, key, seeds, base_seed, label, value)
 
     def reading(name: str, key: str) -> str:  # which reading of Alg. 1 produced a FedHydra result (its label)
         return _reading(runs[name].metrics[key])
 
-    def method_vals(name: str) -> dict[str, list[float]]:
-        return {m: v for m in METHODS if (v := vals(name, m))}
-
-    def mean(v) -> float:
-        return mean_std(v)[0]
+    def method_sides(name: str) -> dict[str, Side]:
+        return {m: sd for m in METHODS if (sd := side(name, m)).values}
 
     for art, split_list, claim in (("table01", [f"dir{a}" for a in ALPHAS],
                                     "FedHydra has the best accuracy in every column (§4.2.1)"),
                                    ("table02", ["2cc"], "FedHydra has the best accuracy on every dataset (§4.2.2)")):
-        checked, failed, spread = 0, [], []
+        parts = []
         for ds in DATASETS:
             for s in split_list:
-                v = method_vals(f"{ds}-{s}")
-                if "fedhydra" not in v:
-                    continue
-                checked += 1
-                best = max(v, key=lambda m: mean(v[m]))  # the first of equal means; FedHydra is last
-                rivals = [m for m in v if m != "fedhydra"]
-                if rivals:
-                    rival = max(rivals, key=lambda m: mean(v[m]))
-                    spread.append(spread_note(v["fedhydra"], v[rival], f"{ds} {_split_label(s)}"))
-                if mean(v["fedhydra"]) < mean(v[best]):  # a tie counts as best
-                    failed.append(f"{ds} {_split_label(s)}: best {METHODS[best]} {format_spread(v[best])} vs FedHydra "
-                                  f"{format_spread(v['fedhydra'])}")
-        verdict = "not run" if not checked else ("holds" if not failed else "does not hold")
-        add(art, claim, verdict, f"{checked} column(s) run; " + ("; ".join(failed) if failed else "no exception"),
-            spread)
+                v = method_sides(f"{ds}-{s}")
+                if "fedhydra" in v:
+                    parts.append((f"{ds} {_split_label(s)}",
+                                  above_all(v["fedhydra"], [v[m] for m in v if m != "fedhydra"])))
+        add(art, claim, _with_lead(every(parts), f"{len(parts)} column(s) run"))
 
-    checked, wrong, spread = 0, [], []
+    parts = []
     for ds in DATASETS:
-        v = method_vals(f"{ds}-2cc")
-        if len(v) >= 2:
-            checked += 1
-            worst = min(v, key=lambda m: mean(v[m]))
-            if worst != "ot":
-                wrong.append(f"{ds}: worst is {METHODS[worst]} ({format_spread(v[worst])})")
-            if "ot" in v:
-                rival = min((m for m in v if m != "ot"), key=lambda m: mean(v[m]))
-                spread.append(spread_note(v["ot"], v[rival], ds))
+        v = method_sides(f"{ds}-2cc")
+        if "ot" in v and len(v) >= 2:
+            parts.append((ds, above_all(v["ot"], [v[m] for m in v if m != "ot"], below=True)))
     add("table02", "OT performs the worst across all datasets (§4.2.2; already false in the paper's own table)",
-        "not run" if not checked else ("holds" if not wrong else "does not hold"), "; ".join(wrong) or "-", spread)
+        every(parts))
 
-    checked, wins, lines, spread = 0, 0, [], []
+    parts = []
     for ds in DATASETS:
         for s in splits:
-            sa, ae = vals(f"{ds}-{s}", "fedhydra"), vals(f"{ds}-{s}", "fedhydra-ae")
-            if sa and ae and reading(f"{ds}-{s}", "fedhydra") != reading(f"{ds}-{s}", "fedhydra-ae"):
-                lines.append(f"{ds} {_split_label(s)}: not compared, SA and AE ran on different readings")
+            name = f"{ds}-{s}"
+            sa, ae = side(name, "fedhydra", "SA"), side(name, "fedhydra-ae", "AE")
+            if not (sa.values and ae.values):
                 continue
-            if sa and ae:
-                checked += 1
-                wins += mean(sa) > mean(ae)
-                lines.append(f"{ds} {_split_label(s)}: SA {format_spread(sa)} vs AE {format_spread(ae)}")
-                spread.append(spread_note(sa, ae, f"{ds} {_split_label(s)}"))
+            if reading(name, "fedhydra") != reading(name, "fedhydra-ae"):
+                parts.append((f"{ds} {_split_label(s)}",
+                              Verdict(NOT_RUN, "not compared, SA and AE ran on different readings")))
+            else:
+                parts.append((f"{ds} {_split_label(s)}", compare(sa, ae)))
+    compared = [v for _, v in parts if v.verdict != NOT_RUN]
     add("figure07", "SA consistently outperforms AE (§4.2.2)",
-        "not run" if not checked else ("holds" if wins == checked else "does not hold"),
-        f"SA better in {wins}/{checked}: " + "; ".join(lines), spread)
+        _with_lead(every(parts), f"SA better beyond the spread in {sum(v.verdict == HOLDS for v in compared)}/"
+                                 f"{len(compared)}"))
 
+    ms_claim = "each client model has MS weight near 1 on its own two classes (§4.2.2)"
+    ms_run = _first_run(runs, DATASETS, "2cc")
     if U_r is None:
-        add("figure05", "each client model has MS weight near 1 on its own two classes (§4.2.2)", "not run", "-")
+        add("figure05", ms_claim, Verdict(NOT_RUN, "-"))
     else:
         owner = np.asarray(U_r).argmax(1)
         expected = np.arange(U_r.shape[0]) // 2
-        ok = bool((owner == expected).all())
-        add("figure05", "each client model has MS weight near 1 on its own two classes (§4.2.2)",
-            "holds" if ok and float(np.min(np.max(U_r, 1))) > 0.5 else "does not hold",
-            f"{ms_label}: argmax client per class {(owner + 1).tolist()}, weights on own classes "
-            f"{[round(float(U_r[c, expected[c]]), 4) for c in range(U_r.shape[0])]} (paper: 0.9594, 0.9797 "
-            "for client 1)")
+        ok = bool((owner == expected).all()) and float(np.min(np.max(U_r, 1))) > 0.5
+        evidence = (f"{ms_label}: argmax client per class {(owner + 1).tolist()}, weights on own classes "
+                    f"{[round(float(U_r[c, expected[c]]), 4) for c in range(U_r.shape[0])]} (paper: 0.9594, 0.9797 "
+                    "for client 1)")
+        bad = _degenerate(ms_run, "fedhydra") if ms_run is not None else None
+        add("figure05", ms_claim, Verdict(NOT_JUDGED, evidence, reason=bad) if bad else
+            Verdict(HOLDS if ok else DOES_NOT_HOLD, evidence))
 
-    checked, fails, spread, apart = 0, [], [], []
+    parts, apart = [], []
     for ds in DATASETS:
-        fh = vals(f"{ds}-dir0.5", "fedhydra")
-        if not fh:
+        name = f"{ds}-dir0.5"
+        fh = side(name, "fedhydra", "(1,1)")
+        if not fh.values:
             continue
-        others = {lam["tag"]: vals(f"{ds}-dir0.5", f"fedhydra-{lam['tag']}") for lam in lambdas}
-        others = {k: v for k, v in others.items() if v}
-        base = reading(f"{ds}-dir0.5", "fedhydra")
-        other_reading = {k: reading(f"{ds}-dir0.5", f"fedhydra-{k}") for k in others}
+        others = {lam["tag"]: side(name, f"fedhydra-{lam['tag']}", f"({float(lam['l1']):g},{float(lam['l2']):g})")
+                  for lam in lambdas}
+        others = {k: v for k, v in others.items() if v.values}
+        base = reading(name, "fedhydra")
+        other_reading = {k: reading(name, f"fedhydra-{k}") for k in others}
         if any(r != base for r in other_reading.values()):  # a λ row of another reading is not comparable
             apart.append(f"{ds}: " + ", ".join(sorted(k for k, r in other_reading.items() if r != base))
                          + f" ran on another reading than (1,1) ({base.split(' (')[0]})")
             others = {k: v for k, v in others.items() if other_reading[k] == base}
         if others:
-            checked += 1
-            k = max(others, key=lambda t: mean(others[t]))
-            spread.append(spread_note(fh, others[k], ds))
-            if mean(others[k]) > mean(fh):
-                fails.append(f"{ds}: {k} {format_spread(others[k])} > (1,1) {format_spread(fh)}")
-    add("table06", "(λ1, λ2) = (1, 1) gives the best accuracy (§4.2.5)",
-        "not run" if not checked else ("holds" if not fails else "does not hold"),
-        "; ".join(fails + [f"not compared: {a}" for a in apart]) or "-", spread)
+            parts.append((ds, above_all(fh, list(others.values()))))
+    v = every(parts)
+    if apart:
+        v = replace(v, evidence="; ".join([v.evidence] * (v.evidence != "-") + [f"not compared: {a}" for a in apart]))
+    add("table06", "(λ1, λ2) = (1, 1) gives the best accuracy (§4.2.5)", v)
 
     for ds, fig in (("fmnist", "figure03"), ("cifar10", "figure04"), ("mnist", "figure10"), ("svhn", "figure11")):
-        lines, collapsed = [], 0
+        parts = []
         for a in ALPHAS:
-            run = runs.get(f"{ds}-dir{a}")
-            if run and "fedhydra" in run.metrics:
-                m = run.metrics["fedhydra"]
-                lines.append(f"α={a}: FedHydra best {m['acc_best']:.2f} (epoch {m['best_epoch']}), final "
-                             f"{m['acc_final']:.2f}")
-                collapsed += m["acc_best"] - m["acc_final"] > 10
+            name = f"{ds}-dir{a}"
+            best = side(name, "fedhydra", "FedHydra best", value=lambda r: r.acc("fedhydra", "acc_best"))
+            if not best.values:
+                continue
+            epochs = [str(r.metrics["fedhydra"]["best_epoch"])
+                      for k, r in seed_runs(runs, name, seeds, base_seed).items() if k in best.values]
+            parts.append((f"α={a} (best epoch {', '.join(epochs)})", compare(best, side(name, "fedhydra", "final"))))
         add(fig, "all models collapse late in distillation (V000 §4.2.1 on Fig. 3; FedHydra peaks then drops)",
-            "not run" if not lines else ("holds" if collapsed else "does not hold"), "; ".join(lines) or "-")
+            every(parts))
     return out
 
 
 # ---------------------------------------------------------------------------------------------------------
 
 
-def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], arts, out_stem: Path) -> list[Path]:
-    """Table 1 column(s) run at the PAPER profile beside the quick-profile run and the paper's number, plus the
-    FedHydra variants run there (one SPEC choice changed each), with the device and seconds of each server."""
+def _same_reading(quick: Run | None, key: str, rec: dict) -> float:
+    """The quick-profile final accuracy of result ``key`` run with the same configuration as ``rec`` (FedHydra: its
+    reading, where plain FedHydra's literal reading is the quick run's ``fedhydra-literal``; DENSE: its bn); NaN
+    where the quick runs have none."""
+    if quick is None:
+        return float("nan")
+    for q in [key] + (["fedhydra-literal"] if key == "fedhydra" else []):
+        if q in quick.metrics and _config(q, quick.metrics[q]) == _config(key, rec):
+            return quick.acc(q)
+    return float("nan")
+
+
+def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], arts, out_stem: Path,
+                        quick_profile: str = "quick") -> list[Path]:
+    """Table 1 column(s) run at the PAPER profile beside the quick-profile run of the same configuration and the
+    paper's number, plus the FedHydra variants run there (one SPEC choice changed each), with the device and seconds
+    of each server. Every row label names its profile and, for FedHydra, the reading of Alg. 1 that produced it."""
     import pandas as pd
 
     from ..reporting.tables import write_table
 
     table1 = load_published_table(next(a for a in arts if a.id == "table01"))
+    quick_col = f"{quick_profile} profile final (same reading)"
     rows, devices = [], set()
     for name, run in paper_runs.items():
         col = f"{DATASETS.get(run.dataset, run.dataset)} alpha={run.split[3:]}"
@@ -775,15 +833,20 @@ def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], 
             m = run.metrics[key]
             base = key.split("-")[0]
             label = SHORT[base] + (f" [{key.split('-', 1)[1]}]" if "-" in key else "")
+            label += f" ({_reading_short(m)}; paper profile)" if base == "fedhydra" else " (paper profile)"
             paper = table1.at[METHODS[base], col] if key == base and col in table1.columns else float("nan")
             rows.append({"run": name, "method": label, "paper profile final": m["acc_final"],
-                         "paper profile best": m["acc_best"],
-                         "quick profile final": quick.acc(key) if quick and quick.acc(key) is not None else float("nan"),
+                         "paper profile best": m["acc_best"], quick_col: _same_reading(quick, key, m),
                          "paper (Table 1)": paper,
                          "server s": dev.get("servers", {}).get(key, {}).get("seconds", float("nan"))})
     df = pd.DataFrame(rows).set_index(["run", "method"])
-    caption = ("Table 1 column(s) at the paper profile (the paper's hyper-parameters unchanged), beside the quick "
-               "profile and the paper. Rows in brackets are variants with one choice changed: literal = FedHydra's "
+    caption = ("Table 1 column(s) at the paper profile (the paper's hyper-parameters unchanged), beside the "
+               f"{quick_profile} profile and the paper. Each row label names the profile of its paper-profile numbers "
+               "and, for FedHydra, the reading of Alg. 1 that produced them (`choices.reading` of the run record; "
+               "unrecorded = made before the readings existed, when literal was the only one); its "
+               f"{quick_profile}-profile number is the {quick_profile} run of the same method, variant and reading "
+               "(plain FedHydra on the literal reading: the run tagged literal), — where none ran. Rows in brackets "
+               "are variants with one choice changed: literal = FedHydra's "
                "literal reading (Alg. 1 as written), bn0 = DENSE as its official code runs, ae = averaging "
                "teacher (Fig. 7), saxc = SA logits x c (AMBIG-6), reset-epoch = generator re-initialised every "
                "epoch (AMBIG-5), pool = DENSE-style pool distillation (AMBIG-4), admask = disagreement mask "
@@ -849,7 +912,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
                           if ours else f"paper only (needs {need})")
     paper_runs = load_runs(paper_results_root, keep_paper) if paper_results_root else {}
     if paper_runs:
-        written += paper_profile_table(paper_runs, runs, arts, out / "table01_paper_profile")
+        written += paper_profile_table(paper_runs, runs, arts, out / "table01_paper_profile", profile)
         status["table01_paper_profile"] = "paper-profile column(s): " + ", ".join(paper_runs)
     written += figure_curves("fmnist", runs, out / "figure03", "Fig. 3: FashionMNIST, test accuracy vs epoch")
     written += figure_curves("cifar10", runs, out / "figure04", "Fig. 4: CIFAR10, test accuracy vs epoch")
@@ -864,9 +927,9 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     written += figure_synthetic(runs, prepared_root, out / "figure12")
     written += figure_timing(runs, out / "figure13")
     verdicts = claims(runs, splits, U_r, ms_label, lambdas, seeds, base_seed)
-    verdicts += row_claims(arts, runs, lambdas) + local_curve_claims(runs)
+    verdicts += row_claims(arts, runs, lambdas, base_seed) + local_curve_claims(runs, base_seed)
     if paper_runs:
-        verdicts += paper_profile_claims(paper_runs)
+        verdicts += paper_profile_claims(paper_runs, base_seed)
     written.append(_write_runs(runs, out / "runs.md", profile))
     written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale,
                                  paper_runs, seeds, base_seed))
@@ -894,10 +957,10 @@ def table_gaps(paper, ours: dict) -> list[float]:
 
 def summary_metrics(gaps: dict[str, list[float]], verdicts: list[dict]) -> dict:
     """The handful of numbers to compare across experiments of this pipeline: for each table with cells run, their
-    count and mean gap to the paper (ours − paper, points); how many claims of the text hold, fail or were not run."""
+    count and mean gap to the paper (ours − paper, points); how many claims of the text fall in each verdict category
+    (holds, does not hold, within spread, not judged, not run, not testable here: :mod:`osfl.reporting.spread`)."""
     tables = {t: {"cells": len(g), "mean_gap": round(float(np.mean(g)), 4)} for t, g in gaps.items() if g}
-    count = {v: sum(1 for c in verdicts if c["verdict"] == v) for v in ("holds", "does not hold", "not run")}
-    return {"tables": tables, "claims": {k.replace(" ", "_"): n for k, n in count.items()}}
+    return {"tables": tables, "claims": count_verdicts(c["verdict"] for c in verdicts)}
 
 
 def _write_runs(runs: dict[str, Run], path: Path, profile: str) -> Path:
@@ -921,57 +984,113 @@ ROW_CLAIMS.update({t: (SHORT["fedhydra"], [v for k, v in SHORT.items() if k != "
                    for t in ("table04", "table07", *ROUND_TABLES)})
 
 
-def row_claims(arts, runs: dict[str, Run], lambdas: list[dict]) -> list[dict]:
-    """"FedHydra is best in every row" (Tables 3-5, 7-18: SPEC §5 checks) on the cells we ran."""
+def _row_sides(art, runs: dict[str, Run], base_seed=0) -> dict[tuple[str, str], Side]:
+    """The server methods' cells of Tables 3-5, 7-18 (as :func:`table_cells` fills them) as one-seed sides, each
+    with its swing (the last half of the method's curve, or of its accuracies over rounds) and degenerate reason."""
+    out: dict[tuple[str, str], Side] = {}
+
+    def put(row: str, col: str, run: Run, key: str | None, value: float, accs) -> None:
+        out[(row, col)] = Side(col, {base_seed: value}, {base_seed: _swing(accs)}, {base_seed: _degenerate(run, key)})
+
+    if art.id in HETERO_TABLES:
+        datasets, alphas = HETERO_TABLES[art.id]
+        for ds in datasets:
+            for a in alphas or (None,):
+                run = runs.get(f"{ds}-dir{a}-hetero" if a else f"{ds}-2cc-hetero")
+                for m, label in HETERO_METHODS.items():
+                    if run is not None and run.acc(m) is not None:
+                        put(f"alpha={a}" if a else DATASETS[ds], f"Server(ResNet18) {label}", run, m, run.acc(m),
+                            run.curves.get(m, (None, None))[1])
+    elif art.id in ("table04", "table07"):
+        ds = "svhn" if art.id == "table04" else "cifar10"
+        for name, run in runs.items():
+            if name != f"{ds}-dir0.5" and not name.startswith(f"{ds}-dir0.5-k"):
+                continue
+            k = 5 if name == f"{ds}-dir0.5" else int(name.rsplit("-k", 1)[1])
+            for m, label in SHORT.items():
+                if run.acc(m) is not None:
+                    put(str(k), label, run, m, run.acc(m), run.curves.get(m, (None, None))[1])
+    elif art.id in ROUND_TABLES:
+        ds, split = ROUND_TABLES[art.id]
+        run = runs.get(f"{ds}-{split}")
+        for m, label in SHORT.items():
+            rounds = run.rounds.get(m, {}) if run else {}
+            for t, v in rounds.items():
+                put(f"T={t}", label, run, None, v, [rounds[r] for r in sorted(rounds) if r <= t])
+    return out
+
+
+def row_claims(arts, runs: dict[str, Run], lambdas: list[dict], base_seed=0) -> list[dict]:
+    """"FedHydra is best in every row" (Tables 3-5, 7-18: SPEC §5 checks) on the cells we ran (one seed: each
+    comparison's spread is the two curves' epoch-to-epoch swing, :mod:`osfl.reporting.spread`)."""
     out = []
     for art in arts:
         if art.id not in ROW_CLAIMS:
             continue
-        ours = table_cells(art, runs, lambdas)
+        cells = _row_sides(art, runs, base_seed)
         fh, others = ROW_CLAIMS[art.id]
-        checked, failed = 0, []
-        for row in sorted({r for r, _ in ours}):
-            if (row, fh) not in ours:
-                continue
-            rivals = {c: ours[(row, c)] for c in others if (row, c) in ours}
-            if not rivals:
-                continue
-            checked += 1
-            best = max(rivals, key=rivals.get)
-            if ours[(row, fh)] < rivals[best]:
-                failed.append(f"{row}: {best} {rivals[best]:.2f} vs FedHydra {ours[(row, fh)]:.2f}")
-        out.append({"artifact": art.id, "claim": "FedHydra is the best server method in every row",
-                    "verdict": "not run" if not checked else ("holds" if not failed else "does not hold"),
-                    "evidence": f"{checked} row(s) run; " + ("; ".join(failed) if failed else "no exception")})
+        parts = []
+        for row in sorted({r for r, _ in cells}):
+            rivals = [cells[(row, c)] for c in others if (row, c) in cells]
+            if (row, fh) in cells and rivals:
+                parts.append((row, above_all(cells[(row, fh)], rivals)))
+        out.append(_with_lead(every(parts), f"{len(parts)} row(s) run").record(
+            artifact=art.id, claim="FedHydra is the best server method in every row"))
     return out
 
 
-def local_curve_claims(runs: dict[str, Run]) -> list[dict]:
-    """Fig. 8 (§4.2.3): FedAvg peaks early (E = 40 of 400 in the paper) and deteriorates as E grows."""
+def local_curve_claims(runs: dict[str, Run], base_seed=0) -> list[dict]:
+    """Fig. 8 (§4.2.3): FedAvg peaks early (E = 40 of 400 in the paper) and deteriorates as E grows: its best
+    accuracy at a small E (the first quarter of the E range) above its best at the larger E and above its accuracy
+    at the last E, each beyond the curve's swing (one run: the mean change between consecutive points of FedAvg's
+    curve over the whole E range, which the claim is about)."""
     run = next((r for r in runs.values() if r.local_curve), None)
     claim = "FedAvg is best at a small E (40 of 400) and deteriorates with larger E"
     if run is None:
-        return [{"artifact": "figure08", "claim": claim, "verdict": "not run", "evidence": "-"}]
+        return [Verdict(NOT_RUN, "-").record(artifact="figure08", claim=claim)]
     e, f = run.local_curve["epoch"], run.local_curve["fedavg"]
-    i = max(range(len(f)), key=f.__getitem__)
-    early = e[i] <= 0.25 * e[-1] and f[-1] < f[i]
-    return [{"artifact": "figure08", "claim": claim, "verdict": "holds" if early else "does not hold",
-             "evidence": f"{run.name}: FedAvg best {f[i]:.2f} at E={e[i]:g} of {e[-1]:g}, {f[-1]:.2f} at the end"}]
+    top = max(range(len(f)), key=f.__getitem__)
+    evidence = f"{run.name}: FedAvg best {f[top]:.2f} at E={e[top]:g} of {e[-1]:g}, {f[-1]:.2f} at the end"
+    early = [i for i in range(len(e)) if e[i] <= 0.25 * e[-1]]
+    late = [i for i in range(len(e)) if i not in early]
+    if not early or not late:
+        return [Verdict(NOT_JUDGED, evidence, reason="no point on both sides of E/4").record(artifact="figure08",
+                                                                                             claim=claim)]
+    bad = {base_seed: "; ".join(r for r in (clients_at_chance(run.clients, NUM_CLASSES.get(run.dataset, 10)),
+                                             flat_at_chance(f, NUM_CLASSES.get(run.dataset, 10))) if r) or None}
+    sw = {base_seed: swing(f)}
+
+    def at(i: int, what: str) -> Side:
+        return Side(f"FedAvg {what} (E={e[i]:g})", {base_seed: f[i]}, sw, bad)
+
+    peak, later = max(early, key=f.__getitem__), max(late, key=f.__getitem__)
+    v = every([("best at a small E", compare(at(peak, "best at E <= E/4"), at(later, "best at a larger E"))),
+               ("deteriorates", compare(at(peak, "best at E <= E/4"), at(len(f) - 1, "at the last E")))])
+    return [_with_lead(v, evidence).record(artifact="figure08", claim=claim)]
 
 
-def paper_profile_claims(paper_runs: dict[str, Run]) -> list[dict]:
-    """Table 1's claim on the paper-profile column(s)."""
+def _reading_short(rec: dict | None) -> str:
+    """``"literal reading"``, ``"authors reading"``; a record without one: ``"literal reading, unrecorded"``."""
+    r = ((rec or {}).get("choices") or {}).get("reading")
+    return "literal reading, unrecorded" if r is None else f"{r} reading"
+
+
+def paper_profile_claims(paper_runs: dict[str, Run], base_seed=0) -> list[dict]:
+    """Table 1's claim on the paper-profile column(s): one run (seed ``base_seed``) per column, so each comparison's
+    spread is the epoch-to-epoch swing of the two curves' last half; the claim names FedHydra's reading."""
     out = []
     for name, run in paper_runs.items():
-        best = _best_method(run)
-        if best is None or run.acc("fedhydra") is None:
+        if run.acc("fedhydra") is None:
             continue
-        fh = run.acc("fedhydra")
-        out.append({"artifact": "table01_paper_profile",
-                    "claim": f"FedHydra has the best accuracy ({name}, paper profile)",
-                    "verdict": "holds" if fh >= best[1] else "does not hold",
-                    "evidence": f"best {METHODS[best[0]]} {best[1]:.2f} vs FedHydra {fh:.2f} (best epoch "
-                                f"{run.acc('fedhydra', 'acc_best'):.2f})"})
+        one = {name: run}
+        rivals = [_side(one, name, m, base_seed=base_seed) for m in METHODS
+                  if m != "fedhydra" and run.acc(m) is not None]
+        if not rivals:
+            continue
+        v = above_all(_side(one, name, "fedhydra", base_seed=base_seed), rivals)
+        out.append(_with_lead(v, f"FedHydra's best epoch {run.acc('fedhydra', 'acc_best'):.2f}").record(
+            artifact="table01_paper_profile",
+            claim=f"FedHydra has the best accuracy ({name}, paper profile, {_reading_short(run.metrics['fedhydra'])})"))
     return out
 
 
@@ -1049,14 +1168,14 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
     lines += ["", "Figures 1 and 2 are schematics (no data).", ""]
     lines += _readings_section(runs, paper_runs or {})
     lines += ["## Claims of the paper's text", "",
-              "A number that ran with more than one seed is compared by its mean and shown as mean ± std (n=k). "
-              "Where the two numbers a verdict turns on (the claimed best or worst and its nearest rival; SA and AE) "
-              "differ by no more than the larger of their two sample standard deviations, the verdict says so: "
-              "\"within the spread\" (the verdict itself is still decided by the means).", "",
+              "Numbers that ran with more than one seed are shown as mean ± std (n=k). " + VERDICT_RULE + " Here a "
+              "final accuracy's swing is taken over the last half of its curve; \"collapses late\" compares the "
+              "best epoch with the final one; a claim that FedHydra is best (or OT worst) compares it with every "
+              "rival and names the comparisons that decided it.", "",
               "| artifact | claim | verdict | evidence |", "|---|---|---|---|"]
     for v in verdicts:
-        spread = f" ({v['spread']})" if v.get("spread") else ""
-        lines.append(f"| {v['artifact']} | {v['claim']} | **{v['verdict']}**{spread} | {v['evidence']} |")
+        label = f"{v['verdict']}: {v['reason']}" if v.get("reason") else v["verdict"]
+        lines.append(f"| {v['artifact']} | {v['claim']} | **{label}** | {v['evidence']} |")
     lines += ["", "SPEC choices in force are recorded per run in `results/<run>/runs/<method>.json` under "
               "`choices`; the ambiguities they resolve are listed in the SPEC (§6)."]
     path.write_text("\n".join(lines) + "\n")

@@ -6,7 +6,8 @@ What builds each artifact:
   params file's ``parts`` / ``columns`` and the code's defaults merged with ``per_dataset`` (a changed default shows);
 * Table II (FLOPs at batch size 1) from the models (stage ``flops``);
 * Table IV from the runs ``results/<dataset>-<split>-s<seed>/runs/<column>.json``: the last epoch's accuracy, mean ±
-  std over the seeds that ran, beside the paper's mean ± std, and claim verdicts (SPEC §5.2, §6);
+  std over the seeds that ran, beside the paper's mean ± std, and claim verdicts (SPEC §5.2, §6; the spread rule of
+  :mod:`osfl.reporting.spread`: same seeds only, decided beyond the spread, degenerate inputs not judged);
 * Tables V, VI, VIII, IX from the ablation variants and sweeps (``variants``, ``sweeps.variants``); Table VII from
   the runs with N clients (``sweeps.clients``, stages ``nclients_*``); Table X from the ``table10`` sweep variants
   on the diverse-classifier parts (``x_*``), one column per split;
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +33,20 @@ from ..live import read_curve
 from ..reporting.figures import curve_panels, grouped_bar_panels, image_rows
 from ..reporting.published import load_artifacts, load_published_table
 from ..reporting.runs import compare_rows, read_runs, run_name, vs_paper, write_status
-from ..reporting.spread import mean_std
+from ..reporting.spread import (
+    NOT_RUN,
+    Side,
+    Verdict,
+    above_all,
+    clients_at_chance,
+    compare,
+    constant_samples,
+    every,
+    flat_at_chance,
+    late_half,
+    mean_std,
+    swing,
+)
 from ..reporting.tables import MARKDOWN_NA, write_table
 
 #: our dataset names -> the paper's row labels (Tables III, IV)
@@ -301,30 +316,85 @@ def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, s
     return df, done, "; ".join(sorted(features))
 
 
-def claims(numbers: dict) -> list[tuple[str, str]]:
-    """Verdicts on the paper's Table IV claims (SPEC §5.2, §6) over the rows we ran."""
-    rows = sorted({r for r, _ in numbers})
-    out = []
+def _classes(dataset: str) -> int:
+    from ..data import get_spec
+
+    return get_spec(dataset).num_classes
+
+
+def _degenerate(params: dict, run_dir: Path, entry: dict, ds: str, accs: list[float] | None) -> str | None:
+    """Why a Table IV result cannot be judged, or None (spread rule 3): a classifier part of its cohort at chance
+    or all alike (``clients-<part>.json``), its server curve flat at chance, or, for a cohort with CVAE clients, the
+    run's decoded samples (``samples/samples.npz``, where the run has them) all the same image."""
+    classes = _classes(ds)
+    models = _part_models(params, ds)
+    reasons = []
+    for part in (entry.get("first"), entry.get("second")):
+        f = run_dir / f"clients-{part}.json"
+        if part and f.is_file():
+            reasons.append(clients_at_chance(json.loads(f.read_text()), classes))
+    reasons.append(flat_at_chance(accs, classes))
+    samples = run_dir / "samples" / "samples.npz"
+    if samples.is_file() and any(str(models.get(q, "")).startswith("cvae") for q in (entry.get("first"),
+                                                                                      entry.get("second")) if q):
+        images = np.load(samples)["images"]
+        reasons.append(constant_samples(images.reshape(-1, *images.shape[2:])))
+    return "; ".join(r for r in reasons if r) or None
+
+
+def table04_sides(params: dict, results_root: Path, numbers: dict) -> dict[tuple[str, str], Side]:
+    """Table IV's cells (:func:`table04`'s numbers) as sides of a comparison: seed -> final accuracy, each seed's
+    swing (the last half of its logged server curve) and degenerate reason."""
+    entries = {c["id"]: c for c in params.get("columns") or []}
+    out = {}
+    for (row, col), num in numbers.items():
+        ds, split = num["run"]
+        swings, bad = {}, {}
+        for seed in num["values"]:
+            run_dir = Path(results_root) / run_name(ds, split, seed)
+            live = run_dir / "live" / num["id"]
+            accs = read_curve(live)[1] if (live / "plots").is_dir() else None
+            swings[seed] = swing(late_half(accs)) if accs else None
+            bad[seed] = _degenerate(params, run_dir, entries.get(num["id"], {}), ds, accs)
+        out[(row, col)] = Side(col, num["values"], swings, bad)
+    return out
+
+
+def _average(sides: list[Side], name: str) -> Side:
+    """The mean over rows of one column (``sides``, one per row), per seed that every row ran; its swing the rows'
+    mean swing at that seed (where every row has one), degenerate where any row is."""
+    seeds = [s for s in sides[0].values if all(s in sd.values for sd in sides)]
+    values = {s: float(np.mean([sd.values[s] for sd in sides])) for s in seeds}
+    swings = {s: float(np.mean([sd.swings[s] for sd in sides])) if all(sd.swings.get(s) is not None for sd in sides)
+              else None for s in seeds}
+    bad = {s: "; ".join(dict.fromkeys(r for sd in sides if (r := sd.degenerate.get(s)))) or None for s in seeds}
+    return Side(name, values, swings, bad)
+
+
+def claims(sides: dict[tuple[str, str], Side]) -> list[tuple[str, Verdict]]:
+    """Verdicts on the paper's Table IV claims (SPEC §5.2, §6) over the rows we ran, each comparison by the spread
+    rule of :mod:`osfl.reporting.spread` (``sides``: :func:`table04_sides`)."""
+    rows = sorted({r for r, _ in sides})
     methods = ["FedAvg", "FedDF", "DENSE", "Co-Boosting", "FEDCVAE", "FedMHO", "FedMHO-MD", "FedMHO-SD"]
-    full = [r for r in rows if all((r, m) in numbers for m in methods)]
+    full = [r for r in rows if all((r, m) in sides for m in methods)]
+    claim = "MD and SD are the two best methods in every row (§5.2)"
     if not full:
-        return [("MD and SD are the two best methods in every row (§5.2)", "not testable: no row has every column")]
-    top2 = [r for r in full if set(sorted(methods, key=lambda m: -numbers[(r, m)]["mean"])[:2]) == {"FedMHO-MD", "FedMHO-SD"}]
-    out.append(("MD and SD are the two best methods in every row (§5.2)",
-                f"{'holds' if len(top2) == len(full) else 'fails'} in {len(top2)} of {len(full)} rows run"))
-    kd = [r for r in full if min(numbers[(r, 'FedMHO-MD')]["mean"], numbers[(r, 'FedMHO-SD')]["mean"])
-          >= numbers[(r, 'FedMHO')]["mean"]]
+        return [(claim, Verdict(NOT_RUN, "no row has every column"))]
+    others = [m for m in methods if m not in ("FedMHO-MD", "FedMHO-SD")]
+    out = [(claim, every((f"{r}, {m}", above_all(sides[(r, m)], [sides[(r, o)] for o in others]))
+                         for r in full for m in ("FedMHO-MD", "FedMHO-SD")))]
     out.append(("the KD terms help: MD and SD at least plain FedMHO (§5.3.1)",
-                f"{'holds' if len(kd) == len(full) else 'fails'} in {len(kd)} of {len(full)} rows run"))
+                every((f"{r}, {m}", compare(sides[(r, m)], sides[(r, "FedMHO")]))
+                      for r in full for m in ("FedMHO-MD", "FedMHO-SD"))))
     base = ["FedAvg", "FedDF", "DENSE", "Co-Boosting", "FEDCVAE"]
-    best = max(base, key=lambda m: np.mean([numbers[(r, m)]["mean"] for r in full]))
-    gains = {m: float(np.mean([numbers[(r, m)]["mean"] - numbers[(r, best)]["mean"] for r in full]))
+    avg = {m: _average([sides[(r, m)] for r in full], f"{m} (mean of {len(full)} rows)") for m in methods}
+    best = max(base, key=lambda m: mean_std(list(avg[m].values.values()))[0])
+    gains = {m: mean_std(list(avg[m].values.values()))[0] - mean_std(list(avg[best].values.values()))[0]
              for m in ("FedMHO", "FedMHO-MD", "FedMHO-SD")}
-    paper_gains = "5.17 / 8.35 / 8.25 over FEDCVAE (12 cells)"
-    out.append((f"FedMHO / MD / SD beat the best baseline on average (abstract: {paper_gains})",
-                f"ours over {len(full)} rows: best baseline {best}; gains "
-                + " / ".join(f"{gains[m]:+.2f}" for m in gains)
-                + (" (holds)" if all(g > 0 for g in gains.values()) else " (fails)")))
+    v = every((m, compare(avg[m], avg[best])) for m in gains)
+    out.append(("FedMHO / MD / SD beat the best baseline on average (abstract: 5.17 / 8.35 / 8.25 over FEDCVAE, 12 "
+                "cells)", replace(v, evidence=f"ours over {len(full)} rows: best baseline {best}; gains "
+                                  + " / ".join(f"{g:+.2f}" for g in gains.values()) + f"; {v.evidence}")))
     return out
 
 
@@ -476,7 +546,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     written: list[Path] = []
     status: dict[str, str] = {}
     metrics: dict = {}
-    verdicts: list[tuple[str, str]] = []
+    verdicts: list[tuple[str, Verdict]] = []
     flops_file = Path(results_root) / "flops.json"
     runs = read_runs(Path(results_root), params)
     first_ds = (params.get("datasets") or ["fmnist"])[0]
@@ -514,7 +584,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             put(art, cells, len(numbers), ACC_CELLS + seeds_note + " Rows: Dir(α) with the SPEC's inferred α.",
                 f"{len(numbers)} cells run ({len(cells)} rows)",
                 {"cells_run": len(numbers), "mean_gap": round(float(gap), 4)})
-            verdicts += claims(numbers) if numbers else []
+            verdicts += claims(table04_sides(params, Path(results_root), numbers)) if numbers else []
         elif art.id == "table02" and flops_file.is_file():
             record = json.loads(flops_file.read_text())
             paper = load_published_table(art)

@@ -16,13 +16,17 @@ A run is ``results/<dataset>-c<C>-s<seed>/`` (N clients holding C classes each).
 * Fig. 6: traffic to reach each of ``cost.curve_targets`` at C = 2, log scale;
 * Fig. 7: the C = 2 clustering again, heterogeneous clusters of one or two clients ringed (the paper's Fig. 7 is a
   schematic of that effect);
-* README: each artifact's state and the command that builds it, and a verdict on every check of SPEC §7.
+* README: each artifact's state and the command that builds it, and a verdict on every check of SPEC §7
+  (:class:`osfl.reporting.spread.Verdict`: comparisons of our runs over the same seeds, decided only beyond the
+  spread; the clustering, HFLDD and its traffic not judged where the pre-trained clients (``clients.json``) score at
+  chance or all alike, since the soft labels, the clustering and the distillation all come from them).
 """
 from __future__ import annotations
 
 import functools
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +36,22 @@ from ..cost.traffic import fedavg_traffic, fedseq_traffic, hfldd_traffic, rounds
 from ..reporting.figures import curve_panels
 from ..reporting.published import load_artifacts, load_published_table
 from ..reporting.runs import write_status
-from ..reporting.spread import format_spread, mean_std
+from ..reporting.spread import (
+    DOES_NOT_HOLD,
+    HOLDS,
+    NOT_JUDGED,
+    NOT_TESTABLE,
+    Side,
+    Verdict,
+    above_all,
+    clients_at_chance,
+    every,
+    flat_at_chance,
+    format_spread,
+    late_half,
+    mean_std,
+    swing,
+)
 from ..reporting.tables import MARKDOWN_NA, write_table
 from ..reporting.topology import topology_panels
 
@@ -44,6 +63,9 @@ COST_METHODS_LABELS = tuple(METHODS[m] for m in COST_METHODS)  # their columns i
 COST_TABLE_DATASETS = {"table2": ("mnist", "fmnist"), "table3": ("cifar10",)}
 #: the paper's default target accuracy per table (Table II: 80 %, Table III: 70 %)
 PAPER_TARGETS = {"table2": 80.0, "table3": 70.0}
+#: results that come from the pre-trained clients (soft labels -> clustering -> KIP -> HFLDD): clients at chance
+#: make them degenerate (the baselines train from scratch)
+FROM_CLIENTS = ("hfldd", "clustering")
 #: per artifact, the command that (re)builds it, run in papers/hfldd/
 COMMANDS = {
     "table2": "`dvc repro render` (after `dvc repro hfldd baseline` for C = 10)",
@@ -67,11 +89,13 @@ def _read(path: Path):
 
 
 def read_run(results_root: Path, name: str) -> dict:
-    """A run's records: ``rounds`` (method -> record), ``clustering``, ``soft_labels``, ``kip`` (None if absent)."""
+    """A run's records: ``rounds`` (method -> record), ``clustering``, ``soft_labels``, ``kip``, ``clients`` (the
+    pre-trained clients' accuracies; None if absent)."""
     root = Path(results_root) / name
     rounds = {m: r for m in METHODS if (r := _read(root / "rounds" / f"{m}.json")) is not None}
     return {"rounds": rounds, "clustering": _read(root / "clustering.json"),
-            "soft_labels": _read(root / "soft_labels.json"), "kip": _read(root / "kip.json")}
+            "soft_labels": _read(root / "soft_labels.json"), "kip": _read(root / "kip.json"),
+            "clients": _read(root / "clients.json")}
 
 
 def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[dict]]:
@@ -83,7 +107,7 @@ def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[di
             for seed in params.get("seeds") or [0]:
                 run = read_run(results_root, run_name(ds, c, seed))
                 if run["rounds"] or run["clustering"]:
-                    recs.append({**run, "seed": seed})
+                    recs.append({**run, "seed": seed, "C": int(c)})
             out[(ds, int(c))] = recs
     return out
 
@@ -253,7 +277,8 @@ def curves_panels(runs: dict) -> dict:
 
 
 def traffic_panels(params: dict, runs: dict, classes: int = 2) -> tuple[dict, dict]:
-    """Fig. 6: per dataset, log10 MiB to first reach each target at C = ``classes`` (mean over seeds)."""
+    """Fig. 6: per dataset, log10 MiB to first reach each target at C = ``classes`` (mean over seeds); and the
+    numbers, ``{(dataset, method label, target): {seed: MiB}}``."""
     targets = [float(t) for t in (params.get("cost") or {}).get("curve_targets") or []]
     panels, numbers = {}, {}
     for ds in params.get("datasets") or []:
@@ -263,12 +288,12 @@ def traffic_panels(params: dict, runs: dict, classes: int = 2) -> tuple[dict, di
         for m, label in zip(COST_METHODS, COST_METHODS_LABELS):
             xs, ys = [], []
             for t in targets:
-                got = [to_target(r, m, t, n, int(params.get("clients", 100))) for r in recs]
-                mib = [g["mib"] for g in got if g is not None and g["mib"] is not None]
-                if mib and len(mib) == len([g for g in got if g is not None]):
+                got = {r["seed"]: to_target(r, m, t, n, int(params.get("clients", 100))) for r in recs}
+                mib = {seed: g["mib"] for seed, g in got.items() if g is not None and g["mib"] is not None}
+                if mib and len(mib) == len([g for g in got.values() if g is not None]):
                     xs.append(t)
-                    ys.append(math.log10(mean_std(mib)[0]))
-                    numbers[(ds, label, t)] = mean_std(mib)[0]
+                    ys.append(math.log10(mean_std(list(mib.values()))[0]))
+                    numbers[(ds, label, t)] = mib
             if xs:
                 series[label] = (xs, ys)
         panels[f"{DATASET_LABELS.get(ds, ds)}, C = {classes}"] = (series, {}) if series else None
@@ -286,81 +311,130 @@ def clustering_panels(runs: dict, only_classes: int | None = None) -> dict:
     return out
 
 
-def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -> list[tuple[str, str]]:
-    """A verdict on every check of SPEC §7 (holds / does not hold / not testable here, with the numbers)."""
-    out = []
+def _classes(dataset: str) -> int:
+    from ..data import get_spec
+
+    return get_spec(dataset).num_classes
+
+
+def _degenerate(run: dict, what: str, classes: int) -> str | None:
+    """Why result ``what`` (a method, or ``clustering``) of ``run`` cannot be judged, or None (spread rule 3): the
+    pre-trained clients at chance or all equal for the results that come from them (:data:`FROM_CLIENTS`), a curve
+    flat at chance for a method."""
+    reasons = [clients_at_chance(run.get("clients"), classes, run.get("C")) if what in FROM_CLIENTS else None]
+    rec = run["rounds"].get(what)
+    reasons.append(flat_at_chance(accuracies(rec), classes) if rec else None)
+    return "; ".join(r for r in reasons if r) or None
+
+
+def _side(recs: list[dict], method: str, classes: int) -> Side:
+    """``method``'s last-round accuracy over the seeds of ``recs``, each seed's swing (the last half of its curve,
+    round to round) and degenerate reason."""
+    values, swings, bad = {}, {}, {}
+    for r in recs:
+        rec = r["rounds"].get(method)
+        if rec is not None:
+            values[r["seed"]] = rec["acc_final"]
+            swings[r["seed"]] = swing(late_half(accuracies(rec)))
+            bad[r["seed"]] = _degenerate(r, method, classes)
+    return Side(METHODS[method], values, swings, bad)
+
+
+def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -> list[tuple[str, Verdict]]:
+    """A verdict on every check of SPEC §7 (:class:`osfl.reporting.spread.Verdict`, with the numbers): comparisons
+    of our runs follow the spread rule of :mod:`osfl.reporting.spread`; the checks on the clustering and on HFLDD are
+    not judged where the pre-trained clients are degenerate."""
+    out: list[tuple[str, Verdict]] = []
     for tid, same in cost_same.items():
         out.append((f"§7 traffic formulas ({'Table II' if tid == 'table2' else 'Table III'}: the paper's rounds and "
-                    "H through Eqs. 3, 6, 7 give its printed MiB)", "holds (all three to two decimals)" if same
-                    else "does not hold"))
+                    "H through Eqs. 3, 6, 7 give its printed MiB)",
+                    Verdict(HOLDS, "all three to two decimals") if same else Verdict(DOES_NOT_HOLD)))
     counts = {"lenet5/mnist": model_params("lenet5", "mnist"), "fedd3_cnn/cifar10": model_params("fedd3_cnn", "cifar10")}
     ok = counts == {"lenet5/mnist": 44_426, "fedd3_cnn/cifar10": 1_020_160}
     out.append(("§7 parameter counts 44,426 (MNIST model) and 1,020,160 (CIFAR-10 model)",
-                f"{'holds' if ok else 'does not hold'} ({counts['lenet5/mnist']:,}, {counts['fedd3_cnn/cifar10']:,})"))
+                Verdict(HOLDS if ok else DOES_NOT_HOLD,
+                        f"{counts['lenet5/mnist']:,}, {counts['fedd3_cnn/cifar10']:,}")))
     for (ds, c), recs in sorted(runs.items()):
-        hs = [r["clustering"]["H"] for r in recs if r["clustering"]]
-        if not hs:
+        clustered = [r for r in recs if r["clustering"]]
+        if not clustered:
             continue
+        hs = [r["clustering"]["H"] for r in clustered]
         name = DATASET_LABELS.get(ds, ds)
-        sizes = [len(h) for r in recs if r["clustering"] for h in r["clustering"]["heterogeneous"]]
+        sizes = [len(h) for r in clustered for h in r["clustering"]["heterogeneous"]]
+        bad = "; ".join(dict.fromkeys(x for r in clustered if (x := _degenerate(r, "clustering", _classes(ds)))))
         if c == 1:
-            out.append((f"§7 clustering sanity, {name} C = 1: H ≈ 10 (K-Means finds the ten pure label groups)",
-                        f"{'holds' if all(abs(h - 10) <= 2 for h in hs) else 'does not hold'} (H = "
-                        f"{', '.join(map(str, hs))} over seeds; cluster sizes {min(sizes)}-{max(sizes)})"))
+            claim, ok = (f"§7 clustering sanity, {name} C = 1: H ≈ 10 (K-Means finds the ten pure label groups)",
+                         all(abs(h - 10) <= 2 for h in hs))
+            evidence = f"H = {', '.join(map(str, hs))} over seeds; cluster sizes {min(sizes)}-{max(sizes)}"
         elif c == 10:
-            out.append((f"§7 clustering sanity, {name} C = 10: uneven clusters, H above 10 (paper: 16 MNIST, 23 "
-                        "CIFAR-10)", f"{'holds' if all(h > 10 for h in hs) else 'does not hold'} (H = "
-                        f"{', '.join(map(str, hs))}; cluster sizes {min(sizes)}-{max(sizes)})"))
+            claim, ok = (f"§7 clustering sanity, {name} C = 10: uneven clusters, H above 10 (paper: 16 MNIST, 23 "
+                         "CIFAR-10)", all(h > 10 for h in hs))
+            evidence = f"H = {', '.join(map(str, hs))}; cluster sizes {min(sizes)}-{max(sizes)}"
+        else:
+            continue
+        out.append((claim, Verdict(NOT_JUDGED, evidence, reason=bad) if bad else
+                    Verdict(HOLDS if ok else DOES_NOT_HOLD, evidence)))
     paper_final = {("mnist", 1): 98.1, ("mnist", 2): 98.3, ("mnist", 10): 98.4,
                    ("cifar10", 1): 64.3, ("cifar10", 2): 70.1, ("cifar10", 10): 72.2}
     profile = params.get("profile")
     for (ds, c), recs in sorted(runs.items()):
-        vals = [r["rounds"]["hfldd"]["acc_final"] for r in recs if "hfldd" in r["rounds"]]
+        side = _side(recs, "hfldd", _classes(ds))
+        vals = list(side.values.values())
         if not vals:
             continue
         rounds = recs[0]["rounds"]["hfldd"]["rounds_run"]
         p = paper_final.get((ds, c))
         where = f"{DATASET_LABELS.get(ds, ds)} C = {c}"
+        bad = "; ".join(dict.fromkeys(x for x in side.degenerate.values() if x))
         if p is None:
-            out.append((f"§7 HFLDD accuracy after 300 rounds, {where}", f"not testable here: the paper has no "
-                        f"{DATASET_LABELS.get(ds, ds)} (ours {format_spread(vals)} after {rounds} rounds, profile "
-                        f"{profile})"))
+            out.append((f"§7 HFLDD accuracy after 300 rounds, {where}", Verdict(
+                NOT_TESTABLE, f"ours {format_spread(vals)} after {rounds} rounds, profile {profile}"
+                + (f"; inputs degenerate: {bad}" if bad else ""),
+                reason=f"the paper has no {DATASET_LABELS.get(ds, ds)}")))
         else:
             gap = mean_std(vals)[0] - p
-            out.append((f"§7 HFLDD accuracy after 300 rounds, {where}: {p}", f"{'holds' if abs(gap) <= 1.0 else 'does not hold'}"
-                        f" ({format_spread(vals)} after {rounds} rounds, {gap:+.2f})"))
+            evidence = f"{format_spread(vals)} after {rounds} rounds, {gap:+.2f}"
+            out.append((f"§7 HFLDD accuracy after 300 rounds, {where}: {p}",
+                        Verdict(NOT_JUDGED, evidence, reason=bad) if bad else
+                        Verdict(HOLDS if abs(gap) <= 1.0 else DOES_NOT_HOLD, evidence)))
     for (ds, c), recs in sorted(runs.items()):
-        finals = {m: [r["rounds"][m]["acc_final"] for r in recs if m in r["rounds"]] for m in COST_METHODS}
-        if not all(finals.values()):
+        sides = {m: _side(recs, m, _classes(ds)) for m in COST_METHODS}
+        if not all(sd.values for sd in sides.values()):
             continue
-        mean = {m: mean_std(v)[0] for m, v in finals.items()}
         where = f"{DATASET_LABELS.get(ds, ds)} C = {c}"
-        best = max(("fedavg", "fedseq"), key=mean.get)
+        mean = {m: mean_std(list(sd.values.values()))[0] for m, sd in sides.items()}
         text = (f"HFLDD {mean['hfldd']:.2f}, FedAvg {mean['fedavg']:.2f}, FedSeq {mean['fedseq']:.2f} at the last "
                 "round")
+        rivals = [sides["fedavg"], sides["fedseq"]]
         if c in (1, 2):
-            out.append((f"§7 HFLDD ≥ the baselines, {where}", f"{'holds' if mean['hfldd'] >= mean[best] else 'does not hold'}"
-                        f" ({text})"))
+            v = above_all(sides["hfldd"], rivals)
+            out.append((f"§7 HFLDD ≥ the baselines, {where}", replace(v, evidence=f"{text}; {v.evidence}")))
         elif c == 10:
             tag = "" if ds == "cifar10" else " (the paper's check is on CIFAR-10; here on this dataset)"
+            v = above_all(sides["hfldd"], rivals, below=True)
             out.append((f"§7 HFLDD below the baselines at C = 10, {where}{tag}",
-                        f"{'holds' if mean['hfldd'] < min(mean['fedavg'], mean['fedseq']) else 'does not hold'} ({text})"))
+                        replace(v, evidence=f"{text}; {v.evidence}")))
     by_ds: dict = {}
     for (ds, label, t), mib in fig6_numbers.items():
         by_ds.setdefault((ds, t), {})[label] = mib
     for ds in sorted({d for d, _ in by_ds}):
-        ts = sorted(t for d, t in by_ds if d == ds)
-        lowest = [t for t in ts if "HFLDD" in by_ds[(ds, t)] and len(by_ds[(ds, t)]) > 1
-                  and by_ds[(ds, t)]["HFLDD"] == min(by_ds[(ds, t)].values())]
-        compared = [t for t in ts if "HFLDD" in by_ds[(ds, t)] and len(by_ds[(ds, t)]) > 1]
-        if compared:
+        recs = runs.get((ds, 2)) or []
+        bad = {r["seed"]: _degenerate(r, "hfldd", _classes(ds)) for r in recs}
+        parts = []
+        for t in sorted(t for d, t in by_ds if d == ds):
+            got = by_ds[(ds, t)]
+            if "HFLDD" not in got or len(got) < 2:
+                continue
+            hfldd = Side("HFLDD MiB", got["HFLDD"], degenerate=bad)
+            # lower traffic is better: HFLDD below every other method (traffic has no curve: no one-seed swing)
+            parts.append((f"{t:g} %", above_all(hfldd, [Side(f"{k} MiB", v) for k, v in got.items()
+                                                       if k != "HFLDD"], below=True)))
+        if parts:
             out.append((f"§7 HFLDD has the lowest traffic to reach the targets at C = 2, {DATASET_LABELS.get(ds, ds)}",
-                        f"{'holds' if len(lowest) == len(compared) else 'does not hold'} (lowest at "
-                        f"{len(lowest)} of {len(compared)} targets reached by HFLDD and another method: "
-                        f"{', '.join(f'{t:g} %' for t in compared)})"))
+                        every(parts)))
     out.append(("§7 baselines at CIFAR-10 C = 1 (FedAvg 27.0, FedSeq 19.6)",
-                "not testable here: CIFAR-10 not run" if not any(r for (d, _), r in runs.items() if d == "cifar10")
-                else "see Fig. 3"))
+                Verdict(NOT_TESTABLE, reason="CIFAR-10 not run")
+                if not any(r for (d, _), r in runs.items() if d == "cifar10") else Verdict(NOT_TESTABLE, "see Fig. 3")))
     return out
 
 

@@ -23,11 +23,17 @@ What builds each artifact (issue 17, being built):
 * Figs. 2(b) and 3 from the ``variants`` (``results/<run>/runs/ofeded-<id>.json``) at ``figure_split``: accuracy
   against IPC (the main OFedED run is the point at ``condense.ipc``), and against σ per noise series (images,
   gradients, both), the main run drawn as the no-noise reference; Fig. 1 is a schematic.
+
+Every claim verdict follows the spread rule of :mod:`osfl.reporting.spread`: each side over the seeds that ran,
+compared on the seeds both have, decided only beyond the spread (n >= 2: the larger sample std; one seed: the larger
+epoch-to-epoch swing of the last half of the runs' logged curves), and not judged where the run's clients
+(``clients.json``) are at chance or all alike or its curve is flat at chance.
 """
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +43,18 @@ from ..live import read_curve
 from ..reporting.figures import curve_panels, grouped_bar_panels
 from ..reporting.published import load_artifacts, load_published_table
 from ..reporting.runs import compare_rows, read_runs, run_name, vs_paper, write_status
-from ..reporting.spread import format_spread
+from ..reporting.spread import (
+    Side,
+    Verdict,
+    above_all,
+    clients_at_chance,
+    compare,
+    flat_at_chance,
+    format_spread,
+    late_half,
+    mean_std,
+    swing,
+)
 from ..reporting.tables import MARKDOWN_NA, write_table
 
 #: our dataset names -> the paper's row labels (Table 1)
@@ -99,53 +116,96 @@ def table3(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     return df, done
 
 
-def claims(numbers: dict) -> list[tuple[str, str]]:
-    """Per row we ran: does OFedED beat every other method we ran there (the paper's "consistently outperforms")?"""
+def _classes(dataset: str) -> int:
+    from ..data import get_spec
+
+    return get_spec(dataset).num_classes
+
+
+def _curve(live: Path, metric: str = "test_acc") -> list[float] | None:
+    """A logged curve's values (``live``: a run's live folder), None where it was not logged."""
+    return read_curve(live, metric)[1] if (live / "plots" / "metrics" / f"{metric}.tsv").is_file() else None
+
+
+def _degenerate(clients_file: Path, ds: str, accs: list[float] | None) -> str | None:
+    """Why a run's result cannot be judged, or None (spread rule 3): its clients at chance or all alike, its curve
+    flat at chance."""
+    clients = json.loads(clients_file.read_text()) if clients_file.is_file() else None
+    reasons = (clients_at_chance(clients, _classes(ds)), flat_at_chance(accs, _classes(ds)))
+    return "; ".join(r for r in reasons if r) or None
+
+
+def run_side(results_root: Path, ds: str, split: str, entry_id: str, name: str, recs: list[dict],
+             clients: str = "") -> Side:
+    """One result over seeds as a side of a comparison: ``recs`` (:func:`osfl.reporting.runs.read_runs`' records of
+    ``entry_id``, each with its ``seed``) -> seed -> final accuracy, each seed's swing (the last half of its logged
+    test-accuracy curve) and degenerate reason (its clients: the run's, or ``<run><clients>``'s)."""
+    values, swings, bad = {}, {}, {}
+    for r in recs:
+        seed = r["seed"]
+        run_dir = Path(results_root) / run_name(ds, split, seed)
+        accs = _curve(run_dir / "live" / entry_id)
+        values[seed] = r["acc_final"]
+        swings[seed] = swing(late_half(accs)) if accs else None
+        bad[seed] = _degenerate(Path(results_root) / f"{run_name(ds, split, seed)}{clients}" / "clients.json", ds,
+                                accs)
+    return Side(name, values, swings, bad)
+
+
+def _mean(side: Side) -> float:
+    return mean_std(list(side.values.values()))[0]
+
+
+def claims(numbers: dict, results_root: Path | None = None) -> list[tuple[str, Verdict]]:
+    """Per row we ran: does OFedED beat every other method we ran there (the paper's "consistently outperforms")?
+    ``numbers``: :func:`table1`'s (each cell's per-seed values, run and entry id); curves and clients read under
+    ``results_root``."""
     out = []
     rows = sorted({row for row, _ in numbers})
     for row in rows:
-        cols = {c: v["mean"] for (r, c), v in numbers.items() if r == row}
-        if "OFedED" not in cols or len(cols) < 2:
+        cells = {c: v for (r, c), v in numbers.items() if r == row}
+        if "OFedED" not in cells or len(cells) < 2:
             continue
-        best = max((c for c in cols if c != "OFedED"), key=lambda c: cols[c])
-        margin = cols["OFedED"] - cols[best]
+        sides = {c: run_side(results_root, *v["run"], v["id"], c,
+                             [{"seed": k, "acc_final": x} for k, x in v["values"].items()])
+                 if results_root is not None else Side(c, v["values"]) for c, v in cells.items()}
+        best = max((c for c in cells if c != "OFedED"), key=lambda c: cells[c]["mean"])
+        margin = cells["OFedED"]["mean"] - cells[best]["mean"]
+        v = above_all(sides["OFedED"], [sd for c, sd in sides.items() if c != "OFedED"])
         out.append((f"{row}: OFedED above every other method we ran",
-                    f"{'holds' if margin > 0 else 'does not hold'} ({cols['OFedED']:.2f} vs {best} "
-                    f"{cols[best]:.2f}, {margin:+.2f})"))
+                    Verdict(v.verdict, f"{cells['OFedED']['mean']:.2f} vs {best} {cells[best]['mean']:.2f}, "
+                                       f"{margin:+.2f}", reason=v.reason, basis=v.evidence)))
     return out
 
 
-def teacher_claims(panels: dict) -> list[tuple[str, str]]:
-    """Fig. 2(a): OFedED's ensemble ends above DENSE's and Co-Boosting's, and rises over the epochs."""
+def teacher_claims(sides: dict) -> list[tuple[str, Verdict]]:
+    """Fig. 2(a): OFedED's ensemble ends above DENSE's and Co-Boosting's, and rises over the epochs (``sides``:
+    :func:`teacher_sides`)."""
     out = []
-    for title, content in panels.items():
-        if content is None or "OFedED" not in content[0]:
+    for title, by in sides.items():
+        if not by or "OFedED" not in by:
             continue
-        series = content[0]
-        last = {k: v[1][-1] for k, v in series.items()}
-        others = {k: v for k, v in last.items() if k != "OFedED"}
-        o = series["OFedED"][1]
+        last, last_whole, first = by["OFedED"]
+        others = [sd[0] for k, sd in by.items() if k != "OFedED"]
         if others:
-            best = max(others, key=others.get)
             out.append((f"{title}: OFedED's ensemble ends above DENSE's and Co-Boosting's (Fig. 2(a))",
-                        f"{'holds' if last['OFedED'] > others[best] else 'does not hold'} ({last['OFedED']:.2f} vs "
-                        f"{best} {others[best]:.2f})"))
+                        above_all(last, others)))
         out.append((f"{title}: OFedED's ensemble accuracy rises over the epochs (Fig. 2(a))",
-                    f"{'holds' if o[-1] > o[0] else 'does not hold'} (epoch 1 {o[0]:.2f}, last {o[-1]:.2f})"))
+                    compare(last_whole, first)))
     return out
 
 
-def student_claims(numbers: dict) -> list[tuple[str, str]]:
-    """Fig. 2(c): per student architecture, OFedED above DENSE and Co-Boosting."""
+def student_claims(numbers: dict) -> list[tuple[str, Verdict]]:
+    """Fig. 2(c): per student architecture, OFedED above DENSE and Co-Boosting (``numbers``: :func:`student_bars`'
+    sides)."""
     out = []
     for (ds, split), groups in numbers.items():
-        for group, vals in groups.items():
-            if "OFedED" not in vals or len(vals) < 2:
+        for group, sides in groups.items():
+            if "OFedED" not in sides or len(sides) < 2:
                 continue
-            best = max((k for k in vals if k != "OFedED"), key=vals.get)
+            v = above_all(sides["OFedED"], [sd for k, sd in sides.items() if k != "OFedED"])
             out.append((f"{_panel_title(ds, split)}, student {group}: OFedED above DENSE and Co-Boosting (Fig. 2(c))",
-                        f"{'holds' if vals['OFedED'] > vals[best] else 'does not hold'} ({vals['OFedED']:.2f} vs "
-                        f"{best} {vals[best]:.2f})"))
+                        v))
     return out
 
 
@@ -177,8 +237,9 @@ def table2(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
 
 
 def variant_points(params: dict, results_root: Path, figure: str) -> dict:
-    """Per dataset at ``figure_split``: {series: {x: mean final accuracy over seeds}} of the ``variants`` drawn in
-    ``figure`` ("2b" or "3"), and "reference": the main OFedED run's mean (None where it did not run)."""
+    """Per dataset at ``figure_split``: {"series": {series: {x: Side}}} of the ``variants`` drawn in ``figure``
+    ("2b" or "3"), each a side over the seeds that ran (:func:`run_side`), and "reference": the main OFedED run's
+    side (None where it did not run), and "ipc": the main runs' IPC."""
     split = params.get("figure_split")
     chosen = [v for v in params.get("variants") or [] if str(v.get("figure")) == figure]
     main = next((e for e in params.get("s_columns") or [] if e.get("method") == "ofeded" and not e.get("tag")), None)
@@ -186,70 +247,82 @@ def variant_points(params: dict, results_root: Path, figure: str) -> dict:
     runs = read_runs(Path(results_root), {**params, "splits": [split]}, entries)
     out = {}
     for (ds, _), by_id in runs.items():
-        series: dict[str, dict[float, float]] = {}
+        series: dict[str, dict[float, Side]] = {}
         for v in chosen:
-            vals = [r["acc_final"] for r in by_id.get(f"ofeded-{v['id']}", [])]
-            if vals:
-                series.setdefault(str(v["series"]), {})[float(v["x"])] = float(np.mean(vals))
-        ref = [r["acc_final"] for r in by_id.get(main["id"], [])] if main else []
+            recs = by_id.get(f"ofeded-{v['id']}", [])
+            if recs:
+                series.setdefault(str(v["series"]), {})[float(v["x"])] = run_side(
+                    results_root, ds, split, f"ofeded-{v['id']}", f"{v['series']} {v['x']}", recs,
+                    str(v.get("clients") or ""))
+        recs = by_id.get(main["id"], []) if main else []
         ipcs = {json.loads(f.read_text())["settings"]["ipc"] for seed in params.get("seeds") or [0]
                 if (f := Path(results_root) / run_name(ds, split, seed) / "distilled.json").is_file()}
-        out[ds] = {"series": series, "reference": float(np.mean(ref)) if ref else None,
+        out[ds] = {"series": series,
+                   "reference": run_side(results_root, ds, split, main["id"], "no noise", recs) if recs else None,
                    "ipc": float(ipcs.pop()) if len(ipcs) == 1 else None}  # the main runs' IPC (as they ran)
     return out
 
 
-def ipc_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, str]]]:
+def ipc_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, Verdict]]]:
     """Fig. 2(b): OFedED's accuracy against IPC (the variants, and the main run at the IPC its distilled.json
-    records); the claim that IPC = 2 is best."""
+    records); the claim that IPC = 2 is best (above every other IPC, by the spread rule)."""
     panels, verdicts = {}, []
     for ds, pts in variant_points(params, results_root, "2b").items():
         curve = dict(pts["series"].get("OFedED", {}))
         if pts["reference"] is not None and pts["ipc"] is not None:
             curve[pts["ipc"]] = pts["reference"]
+        curve = {x: replace(sd, name=f"IPC {x:g}") for x, sd in curve.items()}
         title = _panel_title(ds, params.get("figure_split"))
         if len(curve) < 2:
             panels[title] = None
             continue
         xs = sorted(curve)
-        panels[title] = ({"OFedED": (xs, [curve[x] for x in xs])}, {})
-        best = max(xs, key=curve.get)
+        panels[title] = ({"OFedED": (xs, [_mean(curve[x]) for x in xs])}, {})
         if 2.0 in curve:
-            holds = curve[2.0] >= curve[best]
+            v = above_all(curve[2.0], [curve[x] for x in xs if x != 2.0])
             verdicts.append((f"{title}: IPC = 2 gives OFedED's best accuracy (Fig. 2(b))",
-                             f"{'holds' if holds else 'does not hold'} (IPC 2: {curve[2.0]:.2f}; best IPC {best:g}: "
-                             f"{curve[best]:.2f}; {len(xs)} IPC values)"))
+                             replace(v, evidence=f"{len(xs)} IPC values; {v.evidence}")))
     return panels, verdicts
 
 
-def dp_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, str]]]:
+def dp_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, Verdict]]]:
     """Fig. 3: OFedED's accuracy against σ per noise series, the no-noise run as a reference line; the claims that
-    every setting degrades and gradient noise (and both together) cost more than image noise."""
+    every setting degrades and gradient noise (and both together) cost more than image noise, by the spread rule
+    (a series over σ: per seed, its mean over the σ values that seed ran at all of)."""
     panels, verdicts = {}, []
     for ds, pts in variant_points(params, results_root, "3").items():
         title = _panel_title(ds, params.get("figure_split"))
-        series = {name: (sorted(c), [c[x] for x in sorted(c)]) for name, c in pts["series"].items()}
-        if not series:
+        sides = {name: {x: replace(sd, name=f"{name} σ={x:g}") for x, sd in c.items()}
+                 for name, c in pts["series"].items()}
+        if not sides:
             panels[title] = None
             continue
+        series = {name: (sorted(c), [_mean(c[x]) for x in sorted(c)]) for name, c in sides.items()}
         ref = pts["reference"]
-        panels[title] = (series, {} if ref is None else {"no noise": ref})
+        panels[title] = (series, {} if ref is None else {"no noise": _mean(ref)})
         if ref is not None:
-            worse = [(n, x, y) for n, (xs, ys) in series.items() for x, y in zip(xs, ys)]
             verdicts.append((f"{title}: every noise setting lowers accuracy (Fig. 3)",
-                             f"{'holds' if all(y < ref for _, _, y in worse) else 'does not hold'} (no noise "
-                             f"{ref:.2f}; {sum(y < ref for _, _, y in worse)} of {len(worse)} noisy runs below)"))
-        drop = {n: float(np.mean(ys)) for n, (xs, ys) in series.items()}
-        if "images" in drop and "gradients" in drop:
+                             above_all(ref, [sd for c in sides.values() for sd in c.values()])))
+        over = {name: _over_sigma(name, c) for name, c in sides.items()}
+        if "images" in over and "gradients" in over:
             verdicts.append((f"{title}: noise on the gradients costs more than noise on the images (Fig. 3)",
-                             f"{'holds' if drop['gradients'] < drop['images'] else 'does not hold'} (mean over σ: "
-                             f"gradients {drop['gradients']:.2f}, images {drop['images']:.2f})"))
-        if "both" in drop and len(drop) > 1:
-            low = min(drop, key=drop.get)
+                             compare(over["images"], over["gradients"])))
+        if "both" in over and len(over) > 1:
             verdicts.append((f"{title}: noise on both gives the largest drop (Fig. 3)",
-                             f"{'holds' if low == 'both' else 'does not hold'} (mean over σ: "
-                             + ", ".join(f"{n} {v:.2f}" for n, v in drop.items()) + ")"))
+                             above_all(over["both"], [sd for n, sd in over.items() if n != "both"], below=True)))
     return panels, verdicts
+
+
+def _over_sigma(name: str, by_x: dict[float, Side]) -> Side:
+    """A noise series as one side: per seed that ran every σ, its mean accuracy over σ; the swing the mean of the
+    σ runs' swings (where all have one), degenerate where any σ run is."""
+    sides = list(by_x.values())
+    seeds = [s for s in sides[0].values if all(s in sd.values for sd in sides)]
+    values = {s: float(np.mean([sd.values[s] for sd in sides])) for s in seeds}
+    swings = {s: float(np.mean([sd.swings[s] for sd in sides])) if all(sd.swings.get(s) is not None for sd in sides)
+              else None for s in seeds}
+    bad = {s: "; ".join(dict.fromkeys(r for sd in sides if (r := sd.degenerate.get(s)))) or None for s in seeds}
+    return Side(f"{name} (mean over σ)", values, swings, bad)
 
 
 CELL_NOTES = {
@@ -276,29 +349,62 @@ def _panel_title(ds: str, split: str) -> str:
     return f"{DATASET_LABELS.get(ds, ds)}, α = {split.removeprefix('dir')}"
 
 
+def _teacher_runs(params: dict, results_root: Path) -> dict:
+    """Per dataset at ``figure_split``: {method label: {seed: ensemble test accuracies per server epoch}} of the
+    ``--track-teacher`` runs (Fig. 2(a))."""
+    split, out = params.get("figure_split"), {}
+    for ds in params.get("datasets") or []:
+        by: dict[str, dict] = {}
+        for label, method in FIG2_METHODS.items():
+            entry = next((e for e in _entries(params) if e.get("method") == method and not e.get("tag")), None)
+            for seed in params.get("seeds") or [0]:
+                live = Path(results_root) / run_name(ds, split, seed) / "live" / (entry or {}).get("id", "?")
+                curve = _curve(live, "train/teacher_acc")
+                if curve:
+                    by.setdefault(label, {})[seed] = (read_curve(live, "train/teacher_acc")[0], curve)
+        out[ds] = by
+    return out
+
+
 def teacher_curves(params: dict, results_root: Path) -> dict:
     """Fig. 2(a): per dataset at ``figure_split``, each method's ensemble (teacher) test accuracy per server epoch,
     the mean over the seeds that logged it (``--track-teacher``); None for a dataset with none."""
     split, panels = params.get("figure_split"), {}
-    for ds in params.get("datasets") or []:
+    for ds, by in _teacher_runs(params, results_root).items():
         series = {}
-        for label, method in FIG2_METHODS.items():
-            entry = next((e for e in _entries(params) if e.get("method") == method and not e.get("tag")), None)
-            curves = []
-            for seed in params.get("seeds") or [0]:
-                live = Path(results_root) / run_name(ds, split, seed) / "live" / (entry or {}).get("id", "?")
-                if (live / "plots" / "metrics" / "train" / "teacher_acc.tsv").is_file():
-                    curves.append(read_curve(live, "train/teacher_acc"))
-            if curves:
-                n = min(len(c[0]) for c in curves)
-                series[label] = (curves[0][0][:n], [float(np.mean([c[1][i] for c in curves])) for i in range(n)])
+        for label, curves in by.items():
+            n = min(len(c[0]) for c in curves.values())
+            first = next(iter(curves.values()))
+            series[label] = (first[0][:n], [float(np.mean([c[1][i] for c in curves.values()])) for i in range(n)])
         panels[_panel_title(ds, split)] = (series, {}) if series else None
     return panels
 
 
+def teacher_sides(params: dict, results_root: Path) -> dict:
+    """Fig. 2(a)'s claims' inputs: per panel title, {method label: (its last epoch's side with the swing of each
+    seed's last half, the same with the swing of the whole curve, its first epoch's side with the whole curve's
+    swing)} over the seeds that logged the ensemble (the last epoch is what "ends above" is about, the whole curve
+    what "rises" is), degenerate where the run's clients are."""
+    split, out = params.get("figure_split"), {}
+    for ds, by in _teacher_runs(params, results_root).items():
+        sides = {}
+        for label, curves in by.items():
+            bad = {seed: _degenerate(Path(results_root) / run_name(ds, split, seed) / "clients.json", ds, None)
+                   for seed in curves}
+            whole = {k: swing(c[1]) for k, c in curves.items()}
+            last = Side(f"{label} last epoch", {k: c[1][-1] for k, c in curves.items()},
+                        {k: swing(late_half(c[1])) for k, c in curves.items()}, bad)
+            first = Side(f"{label} epoch {next(iter(curves.values()))[0][0]}", {k: c[1][0] for k, c in curves.items()},
+                         whole, bad)
+            sides[label] = (last, replace(last, swings=whole), first)
+        out[_panel_title(ds, split)] = sides or None
+    return out
+
+
 def student_bars(params: dict, results_root: Path) -> tuple[dict, dict]:
     """Fig. 2(c): per dataset at ``figure_split``, student architecture -> {method -> mean final accuracy}: the
-    clients' own architecture (the Table 1 runs) and each ``student`` of the columns; and the numbers behind it."""
+    clients' own architecture (the Table 1 runs) and each ``student`` of the columns; and the numbers behind it,
+    each a side over the seeds that ran (:func:`run_side`)."""
     split = params.get("figure_split")
     entries = [e for e in _entries(params) if e.get("method") in FIG2_METHODS.values()
                and (e.get("student") or not e.get("tag"))]
@@ -307,13 +413,16 @@ def student_bars(params: dict, results_root: Path) -> tuple[dict, dict]:
     panels, numbers = {}, {}
     for (ds, _), by_id in runs.items():
         groups: dict[str, dict[str, float]] = {}
+        sides: dict[str, dict[str, Side]] = {}
         for e in entries:
-            vals = [r["acc_final"] for r in by_id.get(e["id"], [])]
-            if vals:
+            recs = by_id.get(e["id"], [])
+            if recs:
                 group = e.get("student") or f"{params.get('model')} (the clients')"
-                groups.setdefault(group, {})[label_of[e["method"]]] = float(np.mean(vals))
+                side = run_side(results_root, ds, split, e["id"], label_of[e["method"]], recs)
+                groups.setdefault(group, {})[side.name] = _mean(side)
+                sides.setdefault(group, {})[side.name] = side
         panels[_panel_title(ds, split)] = groups or None
-        numbers[(ds, split)] = groups
+        numbers[(ds, split)] = sides
     return panels, numbers
 
 
@@ -439,7 +548,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     written: list[Path] = []
     status: dict[str, str] = {}
     metrics: dict = {}
-    verdicts: list[tuple[str, str]] = []
+    verdicts: list[tuple[str, Verdict]] = []
     seeds_note = (f"Profile {params.get('profile')}; seeds {params.get('seeds')}; {params.get('clients')} clients, "
                   f"{params.get('model')}, partition {params.get('partition')}.")
     runs = read_runs(Path(results_root), params, _entries(params))
@@ -454,7 +563,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                 status[art.id] = f"{len(numbers)} cells run"
                 metrics[art.id] = {"cells_run": len(numbers),
                                    "mean_gap": round(float(np.mean(gaps)), 4) if gaps else None}
-                verdicts += claims(numbers)
+                verdicts += claims(numbers, Path(results_root))
             else:
                 status[art.id] = "no run yet"
         elif art.id in ("table2", "table3"):
@@ -484,7 +593,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                                         "per server epoch (ours; mean over seeds)", xlabel="Server epoch",
                                         ylabel="Ensemble test accuracy (%)")
                 status[art.id] = f"{sum(v is not None for v in panels.values())} panels run"
-                verdicts += teacher_claims(panels)
+                verdicts += teacher_claims(teacher_sides(params, Path(results_root)))
             else:
                 status[art.id] = "no run yet"
         elif art.id == "fig2c":

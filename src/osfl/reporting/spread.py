@@ -1,22 +1,51 @@
-"""Seeds and spread: one number over the runs of several seeds, as ``mean ± std (n=k)``.
+"""Seeds, spread and the claim verdicts of every paper report.
 
-A pipeline that repeats a run with other seeds names each repeat ``<run>-s<seed>`` beside the base run ``<run>``
-(whose seed is the params' ``seed``). :func:`seed_runs` finds the runs of one name that exist, :func:`seed_values`
-reads one value from each; a report then shows the mean, the SAMPLE standard deviation (ddof = 1) and n
-(:func:`mean_std`, :func:`format_spread`) and compares means.
+Seeds. A pipeline that repeats a run with other seeds names each repeat ``<run>-s<seed>`` beside the base run
+``<run>`` (whose seed is the params' ``seed``). :func:`seed_runs` finds the runs of one name that exist,
+:func:`seed_values` reads one value from each; a report then shows the mean, the SAMPLE standard deviation (ddof = 1)
+and n (:func:`mean_std`, :func:`format_spread`).
 
-The rule for "within the spread" (:func:`within_spread`): two numbers, at least one of them a mean over more than one
-seed, differ within the spread when the absolute difference of their means is at most the LARGER of their two sample
-standard deviations (a single run counts as std 0). It is a description of seed noise, not a significance test.
+Verdicts. Each claim of a paper that our runs can test gets one :class:`Verdict`: ``holds``, ``does not hold``,
+``within spread``, ``not judged`` (with its reason), ``not run`` or ``not testable here``, and keeps its evidence:
+the numbers it was decided from. A comparison "A is above B" (:func:`compare`) follows these rules:
+
+1. Same seeds only. Each side is a mapping seed -> value (:class:`Side`); only the seeds both sides have count, and
+   the evidence names them and their number n. No common seed: ``not judged: no common seed``.
+2. Spread. d = mean(A) - mean(B) over the common seeds decides only when it exceeds the spread: d > spread
+   ``holds``, d < -spread ``does not hold``, otherwise ``within spread`` (a tie always is). The spread, stated in the
+   evidence: with n >= 2 common seeds, the larger of the two sides' sample standard deviations over those seeds;
+   with n = 1, the larger of the swings the caller gives for that seed from the same run, a swing being the mean
+   absolute change of test accuracy between consecutive epochs (or rounds) over the window the claim is about
+   (:func:`swing`; for a final accuracy the last half of the curve, :func:`late_half`). One seed and no swing on
+   either side (e.g. two one-shot methods, or no curve recorded): ``not judged: one seed, no spread``.
+3. Degenerate inputs. A side names, per seed, why its run cannot be judged: clients at chance
+   (:func:`clients_at_chance`: mean local accuracy within :data:`CHANCE_MARGIN` = 1 point of 100 / classes, or all
+   clients exactly equal), a server curve flat at chance (:func:`flat_at_chance`: every epoch within 1 point of
+   chance), a generator whose samples are constant (:func:`constant_samples`). Such a reason at a common seed:
+   ``not judged: <reason>``.
+4. Evidence. Every verdict keeps the numbers it used: each side (mean ± std (n) over the common seeds), the seeds,
+   the difference and the spread with what it is (:meth:`Verdict.text`).
+
+A claim made of several comparisons (every column, every rival) combines them with :func:`every`: ``does not hold``
+when any part does not hold (one counter-example is enough), ``holds`` when every part holds, else ``within spread``
+when any part is, else ``not judged``; parts that did not run are left out of the decision (and named); none ran:
+``not run``. :func:`above_all` is "A above every rival" (the claimed best; ``below=True``: the claimed worst).
+Claims that are not comparisons of our runs (a count, a formula, a clustering's shape) keep their own test, but take
+``not judged`` from degenerate inputs all the same. The spread describes seed and epoch noise; it is not a
+significance test.
 """
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["format_spread", "mean_std", "seed_runs", "seed_values", "spread_note", "values_of", "within_spread"]
+__all__ = ["CHANCE_MARGIN", "DOES_NOT_HOLD", "HOLDS", "NOT_JUDGED", "NOT_RUN", "NOT_TESTABLE", "VERDICTS", "WITHIN",
+           "Side", "Verdict", "above_all", "clients_at_chance", "compare", "constant_samples", "count_verdicts",
+           "every", "flat_at_chance", "format_spread", "late_half", "mean_std", "seed_runs", "seed_values", "swing",
+           "values_of"]
 
 
 def seed_runs(runs: Mapping[str, Any], name: str, seeds: Iterable = (), base_seed: Any = 0) -> dict[Any, Any]:
@@ -81,24 +110,225 @@ def format_spread(values, precision: int = 2) -> str:
     return f"{mean:.{precision}f} \u00b1 {std:.{precision}f} (n={n})"
 
 
-def within_spread(a, b) -> tuple[float, float] | None:
-    """(|mean a − mean b|, the larger sample std) when at least one of ``a``, ``b`` (numbers or per-seed lists) has
-    more than one value and the difference is within the spread (module docstring); None otherwise."""
-    ma, sa, na = mean_std(a)
-    mb, sb, nb = mean_std(b)
-    if max(na, nb) < 2 or min(na, nb) == 0:
-        return None
-    diff, std = abs(ma - mb), max(0.0 if math.isnan(sa) else sa, 0.0 if math.isnan(sb) else sb)
-    return (diff, std) if diff <= std else None
+# ---------------------------------------------------------------------------------------------------------------
+# verdicts (module docstring)
+
+HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED = "holds", "does not hold", "within spread", "not judged"
+NOT_RUN, NOT_TESTABLE = "not run", "not testable here"
+VERDICTS = (HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED, NOT_RUN, NOT_TESTABLE)
+CHANCE_MARGIN = 1.0  # points of accuracy around 100 / classes that count as chance
+_EPS = 1e-9  # a difference "exceeds" the spread by more than float noise
+
+#: the rule as the reports' README.md files state it
+VERDICT_RULE = (
+    "Each verdict compares runs of the same seeds only (the evidence names them and their number n; no common seed: "
+    "\"not judged: no common seed\"). It says \"holds\" or \"does not hold\" only when the difference of the means "
+    "over those seeds exceeds the spread, else \"within spread\". The spread: with n >= 2 seeds the larger of the two "
+    "sides' sample standard deviations (ddof = 1); with one seed the larger epoch-to-epoch swing of the runs' own "
+    "curves (mean absolute change of test accuracy between consecutive epochs or rounds over the last half of the "
+    "curve, or the window the claim is about), and \"not judged: one seed, no spread\" where no curve gives one. "
+    "Runs with degenerate inputs are \"not judged\" with the reason: clients at chance (mean local accuracy within 1 "
+    "point of 100 / classes, or all clients exactly equal), a server curve flat at chance (every epoch within 1 point "
+    "of it), a generator whose samples are constant. A claim over several comparisons does not hold when one of them "
+    "does not, holds when all do, and is else within spread (or not judged). Code: src/osfl/reporting/spread.py.")
 
 
-def spread_note(a, b, label: str = "", precision: int = 2) -> str | None:
-    """``"within the spread: 1.10 points, std 1.40, n = 3"`` (``"within the spread in <label>: ..."`` with a label)
-    when :func:`within_spread` says so, else None; ``n = 3 and 1`` when the two numbers have different counts."""
-    w = within_spread(a, b)
-    if w is None:
+@dataclass(frozen=True)
+class Verdict:
+    """A claim's verdict (one of :data:`VERDICTS`), the numbers behind it (``evidence``), why it was not judged or
+    cannot be tested (``reason``), and for a comparison its ``basis``: the seeds, n, the difference and the spread.
+    ``difference`` is the comparison's d (None for anything else), used to pick the nearest rival."""
+    verdict: str
+    evidence: str = ""
+    reason: str = ""
+    basis: str = ""
+    difference: float | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict {self.verdict!r} is not one of {VERDICTS}")
+
+    @property
+    def label(self) -> str:
+        """``"not judged: one seed, no spread"``: the category, with the reason when there is one."""
+        return f"{self.verdict}: {self.reason}" if self.reason else self.verdict
+
+    @property
+    def full_evidence(self) -> str:
+        """The evidence and the basis, ``"; "``-joined."""
+        return "; ".join(x for x in (self.evidence, self.basis) if x)
+
+    def text(self) -> str:
+        """``"holds (A 59.00 vs B 52.00); seeds 0, 1 (n = 2): difference +7.00, spread 2.83 (larger sample std)"``."""
+        out = self.label + (f" ({self.evidence})" if self.evidence else "")
+        return out + (f"; {self.basis}" if self.basis else "")
+
+    def record(self, **keys: Any) -> dict:
+        """A claims.json entry: ``keys`` (artifact, claim), the verdict, the evidence (with the basis) and the reason
+        when there is one."""
+        rec = {**keys, "verdict": self.verdict, "evidence": self.full_evidence or "-"}
+        if self.reason:
+            rec["reason"] = self.reason
+        return rec
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: its name in the evidence, ``values`` (seed -> number), ``swings`` (seed -> the
+    epoch-to-epoch swing of that seed's curve over the claim's window, where it has one) and ``degenerate`` (seed
+    -> why that seed's run cannot be judged; None or absent: it can)."""
+    name: str
+    values: Mapping[Any, float | None]
+    swings: Mapping[Any, float | None] = field(default_factory=dict)
+    degenerate: Mapping[Any, str | None] = field(default_factory=dict)
+
+
+def _numbers(values: Mapping[Any, float | None]) -> dict[Any, float]:
+    return {s: float(v) for s, v in values.items() if v is not None and not math.isnan(float(v))}
+
+
+def _seeds(seeds: Sequence) -> str:
+    return f"seed{'s' if len(seeds) != 1 else ''} {', '.join(map(str, seeds)) or 'none'}"
+
+
+def compare(a: Side, b: Side, precision: int = 2) -> Verdict:
+    """The claim "``a`` is above ``b``" under rules 1-4 of the module docstring."""
+    va, vb = _numbers(a.values), _numbers(b.values)
+    common = [s for s in va if s in vb]
+    if not common:
+        return Verdict(NOT_JUDGED, f"{a.name}: {_seeds(list(va))}; {b.name}: {_seeds(list(vb))}",
+                       reason="no common seed")
+    xa, xb = [va[s] for s in common], [vb[s] for s in common]
+    evidence = f"{a.name} {format_spread(xa, precision)} vs {b.name} {format_spread(xb, precision)}"
+    seeds = f"{_seeds(common)} (n = {len(common)})"
+    bad = [r for s in common for r in (a.degenerate.get(s), b.degenerate.get(s)) if r]
+    if bad:
+        return Verdict(NOT_JUDGED, evidence, reason="; ".join(dict.fromkeys(bad)), basis=seeds)
+    diff = statistics.fmean(xa) - statistics.fmean(xb)
+    if len(common) >= 2:
+        spread, what = max(statistics.stdev(xa), statistics.stdev(xb)), "larger sample std"
+    else:
+        swings = [float(x) for x in (a.swings.get(common[0]), b.swings.get(common[0]))
+                  if x is not None and not math.isnan(float(x))]
+        if not swings:
+            return Verdict(NOT_JUDGED, evidence, reason="one seed, no spread", basis=seeds, difference=diff)
+        spread = max(swings)
+        what = "larger epoch-to-epoch swing" if len(set(swings)) == 2 else "epoch-to-epoch swing"
+    verdict = HOLDS if diff > spread + _EPS else DOES_NOT_HOLD if diff < -spread - _EPS else WITHIN
+    basis = f"{seeds}: difference {diff:+.{precision}f}, spread {spread:.{precision}f} ({what})"
+    return Verdict(verdict, evidence, basis=basis, difference=diff)
+
+
+def _combined(verdicts: Sequence[Verdict]) -> tuple[str, str]:
+    """(verdict, reason) of several judged parts: any does not hold; all hold; any within spread; else not judged."""
+    cats = {v.verdict for v in verdicts}
+    if DOES_NOT_HOLD in cats:
+        return DOES_NOT_HOLD, ""
+    if cats == {HOLDS}:
+        return HOLDS, ""
+    if WITHIN in cats:
+        return WITHIN, ""
+    return NOT_JUDGED, "; ".join(dict.fromkeys(v.reason for v in verdicts if v.verdict == NOT_JUDGED and v.reason))
+
+
+def every(parts: Iterable[tuple[str, Verdict]]) -> Verdict:
+    """A claim that must hold in every part (``(label, verdict)`` pairs: columns, rows, panels): the combination of
+    the module docstring. Parts that did not run (or cannot be tested) are named in the evidence and left out of the
+    decision; none left: ``not run``."""
+    parts = list(parts)
+    judged = [v for _, v in parts if v.verdict not in (NOT_RUN, NOT_TESTABLE)]
+    evidence = "; ".join(f"{k + ': ' if k else ''}{v.label}" + (f" ({v.full_evidence})" if v.full_evidence else "")
+                         for k, v in parts) or "-"
+    if not judged:
+        return Verdict(NOT_RUN, evidence)
+    verdict, reason = _combined(judged)
+    return Verdict(verdict, evidence, reason=reason)
+
+
+def _brief(v: Verdict, known: str = "") -> str:
+    """A comparison as one item of a list: its evidence, then its reason (unless it is ``known``) and basis in
+    brackets."""
+    reason = f"not judged: {v.reason}" if v.reason and v.reason != known else ""
+    inner = "; ".join(x for x in (reason, v.basis) if x)
+    return f"{v.evidence} ({inner})" if inner else v.evidence
+
+
+def above_all(a: Side, rivals: Iterable[Side], below: bool = False, precision: int = 2) -> Verdict:
+    """"``a`` is above every rival" (``below``: below every rival) by :func:`compare` against each, combined as
+    :func:`every` does. The evidence names the comparisons that decided it (the ones that do not hold, else those
+    within spread, else those not judged; for ``holds`` the nearest rival) and how many rivals were passed beyond
+    the spread."""
+    pairs = [compare(r, a, precision) if below else compare(a, r, precision) for r in rivals]
+    if not pairs:
+        return Verdict(NOT_RUN, "no rival ran")
+    verdict, reason = _combined(pairs)
+    decided = [v for v in pairs if v.verdict == verdict]
+    if verdict == HOLDS:
+        decided = [min(decided, key=lambda v: v.difference)]
+    count = sum(v.verdict == HOLDS for v in pairs)
+    lead = f"{'below' if below else 'above'} {count} of {len(pairs)} beyond the spread; " if len(pairs) > 1 else ""
+    return Verdict(verdict, lead + "; ".join(_brief(v, reason) for v in decided), reason=reason)
+
+
+def late_half(values: Sequence[float]) -> list[float]:
+    """The last half of a curve (from index len // 2): the epochs a final accuracy and a late collapse are about."""
+    values = list(values)
+    return values[len(values) // 2:]
+
+
+def swing(values: Sequence[float] | None) -> float | None:
+    """Mean absolute change between consecutive values (a curve's epoch-to-epoch swing over the window passed);
+    None for fewer than two values."""
+    v = [float(x) for x in values or []]
+    if len(v) < 2:
         return None
-    na, nb = mean_std(a)[2], mean_std(b)[2]
-    n = f"{na}" if na == nb else f"{na} and {nb}"
-    text = f"{w[0]:.{precision}f} points, std {w[1]:.{precision}f}, n = {n}"
-    return f"within the spread{' in ' + label if label else ''}: {text}"
+    return statistics.fmean(abs(y - x) for x, y in zip(v, v[1:]))
+
+
+def clients_at_chance(clients: Mapping | None, num_classes: int, classes_held: float | None = None) -> str | None:
+    """Why pre-trained clients (a ``clients.json`` record: ``local_acc_mean`` and/or ``per_client``
+    ``local_test_acc``) are degenerate, or None: their mean local accuracy is within :data:`CHANCE_MARGIN` of chance
+    (100 / ``num_classes``), or every client scores exactly the same. ``classes_held``: the classes a client holds
+    (e.g. HFLDD's C); where even a perfect client cannot beat chance on the whole test set (C = 1: it predicts its
+    one class, 10 % of a balanced test set), its accuracy tells nothing, and None is returned."""
+    if not clients:
+        return None
+    if classes_held is not None and 100.0 * classes_held / num_classes <= 100.0 / num_classes + CHANCE_MARGIN:
+        return None
+    accs = [float(c["local_test_acc"]) for c in clients.get("per_client") or [] if "local_test_acc" in c]
+    mean = clients.get("local_acc_mean", statistics.fmean(accs) if accs else None)
+    same = len(accs) > 1 and len(set(accs)) == 1
+    chance = 100.0 / num_classes
+    if mean is not None and abs(float(mean) - chance) <= CHANCE_MARGIN:
+        return (f"clients at chance (mean local accuracy {float(mean):.2f} %, chance {chance:.2f} %"
+                + (f"; all {len(accs)} exactly {accs[0]:.2f} %)" if same else ")"))
+    if same:
+        return f"clients all equal (all {len(accs)} exactly {accs[0]:.2f} %)"
+    return None
+
+
+def flat_at_chance(accs: Sequence[float] | None, num_classes: int) -> str | None:
+    """Why a server's test-accuracy curve is degenerate, or None: every epoch within :data:`CHANCE_MARGIN` of chance."""
+    v = [float(x) for x in accs or []]
+    chance = 100.0 / num_classes
+    if v and all(abs(x - chance) <= CHANCE_MARGIN for x in v):
+        return f"server curve flat at chance ({len(v)} epochs, {min(v):.2f}-{max(v):.2f} %, chance {chance:.2f} %)"
+    return None
+
+
+def constant_samples(images) -> str | None:
+    """Why a generator's recorded samples are degenerate, or None: every sample is the same image."""
+    import numpy as np
+
+    a = np.asarray(images)
+    if a.ndim == 0 or a.shape[0] == 0:
+        return None
+    if bool((a == a[:1]).all()):
+        return f"generator samples constant ({a.shape[0]} samples, all the same image)"
+    return None
+
+
+def count_verdicts(verdicts: Iterable[Verdict | str]) -> dict[str, int]:
+    """How many verdicts of each category (:data:`VERDICTS`), keyed with ``_`` for spaces (summary.json)."""
+    cats = [v.verdict if isinstance(v, Verdict) else v for v in verdicts]
+    return {c.replace(" ", "_"): sum(1 for x in cats if x == c) for c in VERDICTS}

@@ -1,0 +1,109 @@
+"""OFedED's claim verdicts on made-up run records (the rule: osfl.reporting.spread, tests/test_spread_verdicts.py):
+Table 1's "OFedED above every other method", Fig. 2(b)'s IPC = 2 and Fig. 3's noise claims, seed for seed, beyond
+the spread, not judged on degenerate clients."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from osfl.papers import ofeded
+
+PAPER = Path(__file__).resolve().parents[1] / "papers" / "ofeded"
+
+
+def params(**kw) -> dict:
+    p = yaml.safe_load((PAPER / "params.yaml").read_text())
+    p.update(datasets=["fmnist"], **kw)
+    return p
+
+
+def record(root: Path, run: str, rid: str, acc: float, curve: list[float] | None = None) -> None:
+    """results/<run>/runs/<rid>.json, and with ``curve`` its logged test accuracies (live/<rid>/)."""
+    (root / run / "runs").mkdir(parents=True, exist_ok=True)
+    (root / run / "runs" / f"{rid}.json").write_text(json.dumps({"acc_final": acc}))
+    if curve is not None:
+        live = root / run / "live" / rid / "plots" / "metrics"
+        live.mkdir(parents=True, exist_ok=True)
+        rows = "".join(f"{i}\t{a}\n" for i, a in enumerate(curve))
+        live.joinpath("test_acc.tsv").write_text("step\ttest_acc\n" + rows)
+
+
+def wobble(final: float, swing: float) -> list[float]:
+    """A curve ending at ``final`` whose last half moves by ``swing`` every epoch."""
+    return [10.0, final, final - swing, final, final - swing, final]
+
+
+def table1_numbers(root: Path) -> dict:
+    p = params(splits=["dir0.3"], seeds=[0, 1])
+    art = next(a for a in ofeded.load_artifacts(str(PAPER / "published")) if a.id == "table1")
+    return ofeded.table1(p, ofeded.read_runs(root, p, ofeded._entries(p)), art)[1]
+
+
+def test_table1_claim_uses_the_seeds_both_methods_ran(tmp_path):
+    # the numbers of tests/test_ofeded_pipeline.py: two seeds each, 7 points apart, stds 1.41 and 2.83: holds
+    for seed, (cob, ofe) in enumerate(((50.0, 60.0), (54.0, 58.0))):
+        record(tmp_path, f"fmnist-dir0.3-s{seed}", "coboost", cob)
+        record(tmp_path, f"fmnist-dir0.3-s{seed}", "ofeded", ofe)
+    ((claim, v),) = ofeded.claims(table1_numbers(tmp_path), tmp_path)
+    assert claim == "Fashion-MNIST, dir0.3: OFedED above every other method we ran"
+    assert v.text().startswith("holds (59.00 vs Co-Boosting 52.00, +7.00); OFedED 59.00 ± 1.41 (n=2) vs Co-Boosting "
+                               "52.00 ± 2.83 (n=2) (seeds 0, 1 (n = 2): difference +7.00, spread 2.83")
+    # Co-Boosting's seed 0 alone (no curve): one seed without a spread, whatever the means over other seeds say
+    (tmp_path / "fmnist-dir0.3-s1" / "runs" / "coboost.json").unlink()
+    numbers = table1_numbers(tmp_path)
+    ((_, v),) = ofeded.claims(numbers, tmp_path)
+    assert v.label == "not judged: one seed, no spread" and "OFedED 60.00 vs Co-Boosting 50.00" in v.basis
+    # clients at chance on seed 0: not judged, whatever the spread
+    (tmp_path / "fmnist-dir0.3-s0" / "clients.json").write_text(json.dumps({"local_acc_mean": 10.3}))
+    ((_, v),) = ofeded.claims(numbers, tmp_path)
+    assert v.label == "not judged: clients at chance (mean local accuracy 10.30 %, chance 10.00 %)"
+
+
+def test_ipc_and_noise_claims_beyond_the_swing(tmp_path):
+    p = params(seeds=[0])
+    run = f"fmnist-{p['figure_split']}-s0"
+    record(tmp_path, run, "ofeded", 60.0, wobble(60.0, 1.0))  # the main run: IPC 2 (its distilled.json)
+    (tmp_path / run / "distilled.json").write_text(json.dumps({"settings": {"ipc": 2}}))
+    for v, acc in {"ipc1": 55.0, "ipc5": 59.5, "img1": 58.0, "img3": 50.0, "grad1": 45.0, "grad3": 40.0,
+                   "both1": 30.0, "both3": 61.5}.items():
+        record(tmp_path, run, f"ofeded-{v}", acc, wobble(acc, 1.0))
+    _, verdicts = ofeded.ipc_panels(p, tmp_path)
+    ((claim, v),) = verdicts
+    assert claim == "Fashion-MNIST, α = 0.3: IPC = 2 gives OFedED's best accuracy (Fig. 2(b))"
+    assert v.verdict == "within spread"  # IPC 5 is 0.5 below IPC 2, inside a 1-point swing
+    assert "IPC 2 60.00 vs IPC 5 59.50 (seed 0 (n = 1): difference +0.50, spread 1.00" in v.evidence
+    _, verdicts = ofeded.dp_panels(p, tmp_path)
+    v = {c.split(": ", 1)[1]: x for c, x in verdicts}
+    lower = v["every noise setting lowers accuracy (Fig. 3)"]
+    assert lower.verdict == "does not hold" and "no noise 60.00 vs both σ=3 61.50" in lower.evidence
+    assert v["noise on the gradients costs more than noise on the images (Fig. 3)"].verdict == "holds"  # 54 vs 42.5
+    both = v["noise on both gives the largest drop (Fig. 3)"]  # both: (30 + 61.5) / 2 = 45.75 vs gradients 42.5
+    assert both.verdict == "does not hold"
+    assert "gradients (mean over σ) 42.50 vs both (mean over σ) 45.75" in both.evidence
+    # the DP-SGD clients of grad1 (results/<run>-dpg1/clients.json) all alike: grad1's comparisons are not judged
+    (tmp_path / f"{run}-dpg1").mkdir()
+    (tmp_path / f"{run}-dpg1" / "clients.json").write_text(json.dumps(
+        {"local_acc_mean": 40.0, "per_client": [{"local_test_acc": 40.0}] * 10}))
+    _, verdicts = ofeded.dp_panels(p, tmp_path)
+    v = {c.split(": ", 1)[1]: x for c, x in verdicts}
+    assert v["noise on the gradients costs more than noise on the images (Fig. 3)"].label == (
+        "not judged: clients all equal (all 10 exactly 40.00 %)")
+
+
+def test_teacher_claims_per_seed(tmp_path):
+    p = params(seeds=[0, 1])
+    for seed, (ofe, den) in enumerate((([20.0, 40.0, 60.0, 70.0], [20.0, 30.0, 50.0, 55.0]),
+                                       ([22.0, 41.0, 62.0, 72.0], [21.0, 33.0, 49.0, 57.0]))):
+        for rid, curve in (("ofeded", ofe), ("dense", den)):
+            live = tmp_path / f"fmnist-{p['figure_split']}-s{seed}" / "live" / rid / "plots" / "metrics" / "train"
+            live.mkdir(parents=True)
+            live.joinpath("teacher_acc.tsv").write_text(
+                "step\tteacher_acc\n" + "".join(f"{i + 1}\t{a}\n" for i, a in enumerate(curve)))
+    v = dict(ofeded.teacher_claims(ofeded.teacher_sides(p, tmp_path)))
+    ends = v["Fashion-MNIST, α = 0.3: OFedED's ensemble ends above DENSE's and Co-Boosting's (Fig. 2(a))"]
+    assert ends.verdict == "holds"
+    assert "OFedED last epoch 71.00 ± 1.41 (n=2) vs DENSE last epoch 56.00 ± 1.41" in ends.evidence
+    rises = v["Fashion-MNIST, α = 0.3: OFedED's ensemble accuracy rises over the epochs (Fig. 2(a))"]
+    assert rises.verdict == "holds" and "vs OFedED epoch 1 21.00 ± 1.41 (n=2)" in rises.evidence
