@@ -46,7 +46,9 @@ class StageDeps:
 
     @property
     def missing(self) -> list[str]:
-        return sorted(set(self.derived) - set(_norm(self.written)))
+        """Derived entries that no written entry covers (the same path, or a folder holding it)."""
+        written = _norm(self.written)
+        return sorted(d for d in self.derived if not any(d == w or d.startswith(w + "/") for w in written))
 
     @property
     def extra(self) -> list[str]:
