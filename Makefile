@@ -31,6 +31,10 @@ repro: install
 	dvc pull
 	dvc repro
 
+# a paper's outputs that the shipped store holds, checked out (`dvc pull --allow-missing` stops part-way on the ones
+# that do not ship; fetch then checkout does not): $(call checkout_shipped,<paper>)
+checkout_shipped = cd papers/$(1) && { dvc fetch -q || echo "make: papers/$(1): outputs that do not ship were skipped (tests/test_shipped_store.py, NOT_SHIPPED, says which and why)"; } && dvc checkout --allow-missing -q
+
 # FedDF's auxiliary data in the main experiment is Fashion-MNIST: say so in one line before anything runs
 FMNIST := /usr/share/datasets/fashion-mnist
 # make verify PAPER=<paper> [SAMPLE=3 SEED=0]: re-run a seeded sample of that paper's committed stages whose code and
@@ -41,7 +45,7 @@ SEED ?= 0
 verify: install
 ifneq ($(PAPER),)
 	@test -d papers/$(PAPER) || { echo "make verify: PAPER=$(PAPER): allowed: $(PAPERS)"; exit 2; }
-	cd papers/$(PAPER) && { dvc fetch -q || echo "make verify: outputs that do not ship were skipped"; } && dvc checkout --allow-missing -q
+	$(call checkout_shipped,$(PAPER))
 	$(BIN)/python -m osfl.provenance.verify papers/$(PAPER) --sample $(SAMPLE) --seed $(SEED)
 else
 	@test -d $(FMNIST) || [ -n "$(DOWNLOAD)" ] || { echo "make verify: Fashion-MNIST (FedDF's auxiliary data) is not installed: run 'apt-get install dataset-fashion-mnist', or 'make verify DOWNLOAD=1' to let torchvision download it"; exit 1; }
@@ -60,7 +64,7 @@ endif
 RENDER_INPUTS_fedhydra := prepare
 $(PAPERS): install
 	@test -d papers/$@/results || { echo "make $@: papers/$@ has no committed runs yet; to compute them: cd papers/$@ && dvc repro (hours)"; exit 1; }
-	cd papers/$@ && { dvc fetch -q || echo "make $@: outputs that do not ship were skipped (tests/test_shipped_store.py, NOT_SHIPPED, says which and why)"; } && dvc checkout --allow-missing -q
+	$(call checkout_shipped,$@)
 	$(if $(RENDER_INPUTS_$@),cd papers/$@ && dvc repro --single-item $(RENDER_INPUTS_$@))
 	cd papers/$@ && dvc repro --single-item render
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from .imports import Sources, tokens  # noqa: F401  (tokens: for callers)
+from .imports import Sources, tokens
 
 ROOT = Path(__file__).resolve().parents[3]
 

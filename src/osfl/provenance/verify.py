@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -45,12 +45,12 @@ class Check:
     status: str  # identical | within tolerance | differs | not checked
     detail: str = ""
     seconds: float = 0.0
-    outputs: list[str] = field(default_factory=list)
 
 
 def _dvc(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
-    p = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=cwd, capture_output=True, text=True, env=env)
+    from osfl.farm.worker import dvc_env  # the stage commands DVC runs find this interpreter, as the farm's do
+
+    p = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=cwd, capture_output=True, text=True, env=dvc_env())
     if check and p.returncode != 0:
         raise RuntimeError(f"dvc {' '.join(args)} failed in {cwd}:\n{(p.stdout + p.stderr)[-2000:]}")
     return p
@@ -117,9 +117,9 @@ def _cache_file(project: Path, md5: str) -> Path | None:
     return None
 
 
-def _numbers(path: Path) -> list[float] | None:
-    """Every number a file holds, in order, for a comparison by value; None when it cannot be read as numbers."""
-    suffix = path.suffix
+def _numbers(path: Path, suffix: str) -> list[float] | None:
+    """Every number a file holds, in order, read as the format ``suffix`` names (a cache object has no suffix of its
+    own); None when it cannot be read as numbers."""
     try:
         if suffix == ".json":
             found: list[float] = []
@@ -189,8 +189,7 @@ def compare_by_value(project: Path, path: str, md5: str, rtol: float, atol: floa
                            if old is None else f"{name} was not written")
         if old.read_bytes() == new.read_bytes():
             continue
-        a = _numbers(_with_suffix(old, new.suffix))
-        b = _numbers(new)
+        a, b = _numbers(old, new.suffix), _numbers(new, new.suffix)
         if a is None or b is None or len(a) != len(b):
             return False, f"{name} differs (not comparable by value)"
         files += 1
@@ -200,15 +199,6 @@ def compare_by_value(project: Path, path: str, md5: str, rtol: float, atol: floa
             if not (math.isclose(x, y, rel_tol=rtol, abs_tol=atol) or (math.isnan(x) and math.isnan(y))):
                 return False, f"{name} differs by value (|{x:.6g} - {y:.6g}| = {d:.3g})"
     return True, f"{path}: {files} file(s) differ in their bits; largest difference {worst:.3g}"
-
-
-def _with_suffix(cache_file: Path, suffix: str) -> Path:
-    """A copy of a cache object (which has no suffix) named with the output's suffix, so the readers pick a format."""
-    if not suffix or cache_file.suffix == suffix:
-        return cache_file
-    copy = Path(tempfile.mkdtemp(prefix="osfl-verify-")) / f"recorded{suffix}"
-    shutil.copyfile(cache_file, copy)
-    return copy
 
 
 def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
@@ -269,13 +259,13 @@ def _rerun(project: Path, name: str, recorded: dict[str, str], rtol: float, atol
     now = _outs(_lock(project)[name])
     differ = [p for p in recorded if now.get(p) != recorded[p]]
     if not differ:
-        return Check(name, "identical", f"{len(recorded)} output(s), md5 as recorded", seconds, list(recorded))
+        return Check(name, "identical", f"{len(recorded)} output(s), md5 as recorded", seconds)
     details, close = [], True
     for p in differ:
         ok, why = compare_by_value(project, p, recorded[p], rtol, atol)
         close &= ok
         details.append(why)
-    return Check(name, "within tolerance" if close else "differs", "; ".join(details), seconds, list(recorded))
+    return Check(name, "within tolerance" if close else "differs", "; ".join(details), seconds)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,12 +54,6 @@ class ExperimentPaths:
     def report(self) -> Path:
         return Path("reports") / self.name
 
-    def runtime_record(self, name: str) -> Path:
-        """A stage's record of its wall-clock seconds and the host it ran on (results/<exp>/runtime/<name>.json, a
-        git-tracked output of its own): kept out of the cached outputs, whose hashes then depend only on what was
-        computed, so a second run gives the same hash and the run-cache serves the stages downstream."""
-        return self.results / "runtime" / f"{name}.json"
-
 
 def parser(description: str) -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=description)
@@ -245,15 +239,6 @@ def load_data(paths: ExperimentPaths, cfg: dict):
     from ..data import load_prepared
 
     return load_prepared(require_input(paths.prepared, "prepare"), allow_stand_in=cfg["profile"].stand_in_data)
-
-
-def write_runtime_record(path: Path, seconds: float, device: torch.device, accel, **extra) -> Path:
-    """Write a stage's runtime record (:meth:`ExperimentPaths.runtime_record`): seconds, device, CPU model, kernels' ISA,
-    threads, torch version and the runtime switches in force, plus ``extra`` (e.g. per-client seconds)."""
-    from ..runtime import device_info, write_json
-
-    return write_json(path, {"seconds": round(seconds, 3), "runtime": {**device_info(device), **accel.in_force(device)},
-                             **extra})
 
 
 def check_upload_name(name: str, key: str = "--distilled") -> str:

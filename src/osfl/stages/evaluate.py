@@ -12,6 +12,7 @@ from ..models import build_model
 from ..live import read_curve, read_summary
 from ..runtime import derive_seed, load_state_dict, read_json, write_json
 from .common import load_data, load_config, parser, require_input, run_name, run_stage, test_tensors
+from .records import runtime_record
 
 
 def main(argv=None) -> None:
@@ -52,7 +53,7 @@ def _run(args) -> None:
     if abs(live["final"] - final) > 1e-6:
         raise RuntimeError(f"{name}: saved model gives {final:.4f}% but the server logged {live['final']:.4f}% "
                            f"({live_dir}); the checkpoint does not match the run")
-    timing = read_json(require_input(paths.runtime_record(name), f"server@{name}"))
+    timing = read_json(require_input(runtime_record(paths, name), f"server@{name}"))
     epochs, accs = read_curve(live_dir)
     trained = [i for i, e in enumerate(epochs) if e > 0] or list(range(len(epochs)))  # epoch 0: before training
     best = max(trained, key=lambda i: accs[i])

@@ -17,7 +17,8 @@ from ..live import LiveRun
 from ..protocols.one_shot import build_context, make_method, run_method
 from ..runtime import derive_seed, save_state_dict, write_json
 from .common import (check_upload_name, load_config, load_data, parser, require_input, run_name, run_stage,
-                     stand_in_sizes, subset, test_tensors, write_runtime_record)
+                     stand_in_sizes, subset, test_tensors)
+from .records import runtime_record, write_runtime_record
 
 
 def main(argv=None) -> None:
@@ -149,7 +150,7 @@ def _run(args) -> None:
     elif result.kind != "ensemble":
         raise ValueError(f"method {args.method} returned unknown result kind {result.kind!r}")
     write_json(out / "manifest.json", manifest)
-    write_runtime_record(paths.runtime_record(name), seconds, device, accel)
+    write_runtime_record(runtime_record(paths, name), seconds, device, accel)
     print(f"{name}: final {final:.2f}%, best {live.best if live.best is not None else final:.2f}% over {epochs} server epochs")
     print(f"{name}: {result.kind} written to {out} in {seconds:.1f} s")
 

@@ -15,7 +15,8 @@ from ..cost.counter import spent
 from ..evaluation import accuracy
 from ..partition import load_partition
 from ..runtime import derive_seed, write_json
-from .common import load_data, load_config, parser, require_input, run_stage, test_tensors, write_runtime_record
+from .common import load_data, load_config, parser, require_input, run_stage, test_tensors
+from .records import runtime_record, write_runtime_record
 
 
 def main(argv=None) -> None:
@@ -64,9 +65,9 @@ def _run(args) -> None:
     # what was computed, and the switches that decide it; seconds and the host go to the runtime record
     write_json(out / "index.json", {"clients": summary, "epochs_run": epochs, "profile": profile.name,
                                    "runtime": accel.in_force(device)})
-    write_runtime_record(paths.runtime_record("clients"), seconds, device, accel, batched=batched,
-                 per_client_seconds=[round(float(s), 3) for s in per_client_seconds],
-                 samples_per_second=round(seen / max(seconds, 1e-9), 1))
+    write_runtime_record(runtime_record(paths, "clients"), seconds, device, accel, batched=batched,
+                         per_client_seconds=[round(float(s), 3) for s in per_client_seconds],
+                         samples_per_second=round(seen / max(seconds, 1e-9), 1))
     flops = {} if cost.flops is None else {"train_flops": cost.flops}  # all clients, local training only
     # DP-SGD clients (SPEC §2.8 [P]): σ, τ, δ and each client's ε (opacus' RDP accountant); no entry without DP
     dp = {} if not local.dp else {"dp": dp_record(local, [r.steps for r in results],
