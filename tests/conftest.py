@@ -43,6 +43,17 @@ def paper_of(nodeid: str) -> str:
     return "core"
 
 
+@pytest.fixture(autouse=True)
+def _one_thread_after_each_test():
+    """Under xdist, put torch back on one intra-op thread after a test that called a stage in-process: the stage's
+    ``apply_execution`` sets the configured thread count (2) for the rest of the worker, and two OpenMP threads
+    spinning beside the other worker's busy core made a later 5 s test take 106 s in CI."""
+    yield
+    torch = sys.modules.get("torch")
+    if os.environ.get("PYTEST_XDIST_WORKER") and torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT

@@ -108,3 +108,29 @@ def compile_latex(bodies: list[str], folder: Path) -> Path:
     pdf = folder / "doc.pdf"
     assert pdf.exists() and pdf.read_bytes().startswith(b"%PDF")
     return pdf
+
+
+# Keys of a runtime record (osfl.stages.records): wall-clock seconds and the host. None may appear in a cached output
+# or in a stage's record of what it computed, so that the same computation gives the same bytes (issue 37).
+HOST_KEYS = frozenset({"seconds", "per_client_seconds", "round_seconds", "cpu", "cpu_capability", "gpu"})
+
+
+def host_facts(project: Path, records: tuple[str, ...] = ()) -> list[str]:
+    """``file: key`` for every JSON file under ``project``/models (the cached uploads' manifests and indexes), and
+    under ``project``/results matching one of the ``records`` globs, that holds a key of :data:`HOST_KEYS` at any
+    depth. The runtime records themselves (``results/<exp>/runtime/``) are where those keys belong."""
+    def keys(obj, where=""):
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                if k in HOST_KEYS:
+                    yield f"{where}{k}"
+                yield from keys(v, f"{where}{k}.")
+        elif isinstance(obj, list):
+            for v in obj:
+                yield from keys(v, where)
+
+    files = list((project / "models").rglob("*.json"))
+    for pattern in records:
+        files += [f for f in (project / "results").glob(pattern) if "runtime" not in f.parts]
+    assert files, f"no JSON output under {project}"
+    return [f"{f.relative_to(project)}: {k}" for f in sorted(set(files)) for k in sorted(set(keys(json.loads(f.read_text()))))]

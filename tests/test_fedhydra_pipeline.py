@@ -18,7 +18,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from helpers import compile_latex, dag, repo_copy, sh
+from helpers import compile_latex, dag, host_facts, repo_copy, sh
 
 pytestmark = pytest.mark.slow
 SUB = "papers/fedhydra"  # a DVC project of its own: its commands run there
@@ -202,3 +202,11 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
     counts = Counter(name.split("@")[0] for name in ran)
     assert counts == {k: v for k, v in expected.items() if v}
     assert "server@cifar10-dir0.01-fedhydra" in ran and "rounds@svhn-2cc-coboost" in ran
+
+
+def test_seconds_and_host_stay_out_of_what_was_computed(fedhydra_repo):
+    """Issue 37: uploads, server models, multi-round and local-curve records hold what was computed; seconds and the
+    host go to runtime/."""
+    work, _ = fedhydra_repo
+    assert host_facts(work / SUB, ("*/rounds/*.json", "*/local_curve.json", "*/clients.json")) == []
+    assert json.loads((work / SUB / "results" / "cifar10-dir0.5" / "runtime" / "rounds-fedavg.json").read_text())["per_round"]

@@ -101,7 +101,7 @@ def test_every_table2_cell_within_one_percent():
 # ---------------------------------------------------------------------------------------------------------
 # the whole pipeline at smoke, in a temporary copy of the repository
 
-from helpers import dag, repo_copy, sh  # noqa: E402
+from helpers import dag, host_facts, repo_copy, sh  # noqa: E402
 
 SUB = "papers/fedmho"
 
@@ -332,3 +332,11 @@ def test_smoke_pipeline_is_up_to_date_after_repro(fedmho_repo):
     work, _, _ = fedmho_repo
     status = sh("dvc", "status", cwd=work / SUB).stdout
     assert "up to date" in status, status
+
+
+def test_seconds_and_host_stay_out_of_what_was_computed(fedmho_repo):
+    """Issue 37: the parts' uploads and records hold what was computed; seconds and the host go to runtime/."""
+    work, _, _ = fedmho_repo
+    assert host_facts(work / SUB, ("*/clients-*.json",)) == []
+    runtime = json.loads((work / SUB / "results" / "fmnist-dir0.5-s0" / "runtime" / "clients-cvae_small.json").read_text())
+    assert runtime["seconds"] > 0 and len(runtime["per_client_seconds"]) == 5 and runtime["runtime"]["cpu"]

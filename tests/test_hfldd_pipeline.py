@@ -4,9 +4,10 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
-from helpers import repo_copy, sh, stage_families
+from helpers import host_facts, repo_copy, sh, stage_families
 
 PAPER = Path(__file__).resolve().parents[1] / "papers" / "hfldd"
 SUB = "papers/hfldd"
@@ -82,3 +83,14 @@ def test_smoke_pipeline_renders_every_table_and_figure(hfldd_repo):
     assert "holds (all three to two decimals)" in readme and "§7 HFLDD ≥ the baselines, Fashion-MNIST C = 2" in readme
     summary = json.loads((work / SUB / "summary.json").read_text())
     assert summary["table2"]["paper_traffic_reproduced"] and summary["claims"]["checked"] >= 5
+
+
+def test_seconds_and_host_stay_out_of_what_was_computed(hfldd_repo):
+    """Issue 37: KIP's images, the soft labels, the curves and the rounds' checkpoints hold what was computed; seconds
+    and the host go to runtime/ (the checkpoint's curve too: it is a cached output)."""
+    work, params, _ = hfldd_repo
+    assert host_facts(work / SUB, ("*/kip.json", "*/soft_labels.json", "*/rounds/*.json", "*/clients.json")) == []
+    for ck in (work / SUB / "models" / RUN / "rounds").rglob("checkpoint.pt"):
+        assert all(set(p) == {"round", "test_acc"} for p in torch.load(ck, weights_only=True)["curve"]), ck
+    runtime = json.loads((work / SUB / "results" / RUN / "runtime" / "rounds-hfldd.json").read_text())
+    assert runtime["seconds"] > 0 and len(runtime["round_seconds"]) == runtime["rounds_timed"][1] - runtime["rounds_timed"][0] + 1

@@ -72,7 +72,8 @@ def test_fedavg_rounds_restart_clients_from_the_global_model(setting, monkeypatc
     for r in res.records:
         assert 0.0 <= r["test_acc"] <= 100.0 and len(r["client_accs"]) == 5
         assert r["client_acc_mean"] == pytest.approx(sum(r["client_accs"]) / 5)
-        assert r["local_seconds"] > 0 and r["server_seconds"] >= 0
+        assert not {"local_seconds", "server_seconds", "seconds"} & set(r)  # the host's: kept apart
+    assert [s["round"] for s in res.seconds] == [1, 2] and all(s["local"] > 0 <= s["server"] for s in res.seconds)
     # round 1: the one-shot pipeline's shared initial model; round 2: round 1's global model
     shared = initial_states(["cnn2"] * 5, SHAPE, 10, params["seed"])["cnn2"]
     assert all(states_equal(s, shared) for s in starts[1])

@@ -85,7 +85,7 @@ def test_table1_keeps_the_papers_rows_and_adds_ours(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # the pipeline end to end (slow)
 
-from helpers import repo_copy, sh, stage_families  # noqa: E402
+from helpers import host_facts, repo_copy, sh, stage_families  # noqa: E402
 
 
 # the smoke run keeps a slice of every kind of column (the full lists: test_every_ablation_row_has_a_run..., and
@@ -242,3 +242,11 @@ def test_smoke_pipeline_renders_table_2_and_figures_2b_and_3(ofeded_repo):
     assert follows(verdict("every noise setting lowers accuracy (Fig. 3)"), lower)
     for fig in ("fig2b", "fig3"):
         assert (reports / f"{fig}.png").stat().st_size > 0
+
+
+def test_seconds_and_host_stay_out_of_what_was_computed(ofeded_repo):
+    """Issue 37: uploads, distilled sets and projections hold what was computed; seconds and the host go to runtime/."""
+    work, params, _ = ofeded_repo
+    assert host_facts(work / SUB, ("*/distilled*.json", "*/projections.json", "*/clients.json")) == []
+    runtime = json.loads((work / SUB / "results" / "fmnist-dir0.3-s0" / "runtime" / "distilled.json").read_text())
+    assert runtime["seconds"] > 0 and len(runtime["per_client_seconds"]) == params["clients"]

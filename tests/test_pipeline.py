@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from helpers import repo_copy, sh
+from helpers import host_facts, repo_copy, sh
 
 from osfl.live import read_curve
 
@@ -51,6 +51,7 @@ def test_repro_writes_report_metrics_and_models(smoke_repo):
         assert (report / name).stat().st_size > 0, name
     metrics = json.loads((report / "metrics.json").read_text())
     assert set(metrics["methods"]) == set(ALL_METHODS)
+    assert host_facts(work, ("main/clients.json",)) == []  # seconds and the host: results/main/runtime/ only
     for name, m in metrics["methods"].items():
         assert 0.0 <= m["acc_final"] <= 100.0
         epochs, accs = read_curve(work / "results" / "main" / "live" / name)  # the files dvclive wrote

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -103,11 +103,12 @@ def check_run(params: dict, cfg: dict, method: str) -> None:
 
 @dataclass
 class RoundsResult:
-    records: list[dict]  # one per round: round, test_acc, server_seconds, local_seconds, client_acc_mean, ...
+    records: list[dict]  # one per round: round, test_acc, client_acc_mean, client_accs, server_epochs
     model: nn.Module  # the global model after the last round (eval mode, on the device)
     choices: dict  # the method's hyper-parameters in force (last round)
     protocol: dict  # the protocol's settings in force
     test_samples: int  # size of the test set the accuracies are measured on
+    seconds: list[dict] = field(default_factory=list)  # one per round: local and server seconds (the host's)
 
 
 def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: tuple[torch.Tensor, torch.Tensor],
@@ -137,6 +138,7 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
                   "profile": profile.name, "runtime": accel.in_force(device)}
 
     records: list[dict] = []
+    seconds: list[dict] = []
     model, choices = None, {}
     bar = tqdm(range(1, rounds.T + 1), desc=f"{method_name} rounds", disable=not progress, unit="round")
     for t in bar:
@@ -160,9 +162,9 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
             raise ConfigError("methods", f"{method_name} returned a {result.kind}, which cannot be broadcast")
         model = result.model.eval()
         acc = ctx.evaluate(model)
-        records.append({"round": t, "test_acc": acc, "server_seconds": server_seconds,
-                        "local_seconds": local_seconds, "client_acc_mean": float(np.mean(accs)),
+        records.append({"round": t, "test_acc": acc, "client_acc_mean": float(np.mean(accs)),
                         "client_accs": accs, "server_epochs": result.curve[-1]["epoch"] if result.curve else 0})
+        seconds.append({"round": t, "local": round(local_seconds, 3), "server": round(server_seconds, 3)})
         choices = {**method.resolved(profile), **result.choices}
         start = {cfg["model"]: {k: v.detach().clone() for k, v in model.state_dict().items()}}
         bar.set_postfix(acc=f"{acc:.2f}", refresh=False)
@@ -171,4 +173,4 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
     protocol = {"T": rounds.T, "local_epochs": rounds.local_epochs, "local_epochs_run": rounds.local_epochs_run,
                 "round1_start": "shared initial model" if local.init == "shared" else "independent draws",
                 "client_start": "global model of the previous round", "server_state": "fresh every round"}
-    return RoundsResult(records, model, choices, protocol, int(len(y_test)))
+    return RoundsResult(records, model, choices, protocol, int(len(y_test)), seconds)

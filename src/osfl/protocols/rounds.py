@@ -70,9 +70,10 @@ class LocalSpec:
 
 @dataclass
 class RoundsResult:
-    curve: list[dict] = field(default_factory=list)  # [{"round": t, "test_acc": a, "seconds": s}], t = 1..T
+    curve: list[dict] = field(default_factory=list)  # [{"round": t, "test_acc": a}], t = 1..T: what was computed
     resumed_from: int = 0  # rounds taken from a checkpoint (0: a fresh run)
     seconds: float = 0.0  # this call's training time
+    round_seconds: list[float] = field(default_factory=list)  # this call's rounds' seconds (not in the checkpoint)
 
 
 def _digest(tensors) -> str:
@@ -175,7 +176,9 @@ def run_rounds(model: nn.Module, groups: Sequence[Sequence[Participant]], *, rou
     ck = load_checkpoint(checkpoint, signature)
     if ck is not None and ck["round"] <= rounds:
         model.load_state_dict(ck["state"])
-        result.curve, result.resumed_from = list(ck["curve"]), int(ck["round"])
+        # a checkpoint written before the rounds' seconds left the curve: drop them, as a fresh run's curve has none
+        result.curve = [{k: v for k, v in p.items() if k != "seconds"} for p in ck["curve"]]
+        result.resumed_from = int(ck["round"])
     elif checkpoint is not None and Path(checkpoint).exists():
         why = "another run's" if ck is None else f"{ck['round']} rounds, more than the {rounds} asked"
         print(f"[rounds] {checkpoint} holds {why} checkpoint; starting from round 0")
@@ -192,7 +195,8 @@ def run_rounds(model: nn.Module, groups: Sequence[Sequence[Participant]], *, rou
             states = _train_sequential(model, groups, local, seed, t, shuffle)
         model.load_state_dict(average_state_dicts(states, weights))
         acc = float(evaluate(model))
-        result.curve.append({"round": t, "test_acc": acc, "seconds": round(time.perf_counter() - t0, 3)})
+        result.curve.append({"round": t, "test_acc": acc})
+        result.round_seconds.append(round(time.perf_counter() - t0, 3))
         bar.set_postfix(acc=f"{acc:.2f}", refresh=False)
         if checkpoint is not None and (t % checkpoint_every == 0 or t == last):
             _save(Path(checkpoint), signature, t, model.state_dict(), result.curve)

@@ -5,7 +5,8 @@ under models/<run>/clients/); each client condenses its own data into ``condense
 layer-wise distribution matching against every member (:func:`osfl.condense.distribution_matching`, settings
 :class:`osfl.condense.settings.Condensation`) and uploads them. Writes models/<run>/distilled/client_<k>/
 (``distilled_set``: ``images`` float32 in the models' input space, ``labels`` int64) and
-results/<run>/distilled.json (per client: classes, images, first and last matching loss, seconds), so a change on
+results/<run>/distilled.json (per client: classes, images, first and last matching loss; its seconds and host in
+results/<run>/runtime/distilled.json), so a change on
 the server side never re-runs this stage. Client k's randomness comes from ``derive_seed(seed, "condense", k)``.
 
 A variant (OFedED's Fig. 2(b) IPC sweep, Fig. 3's noise) writes another folder, ``--distilled NAME``
@@ -30,9 +31,10 @@ from ..cost.counter import spent
 from ..errors import ConfigError
 from ..evaluation import to_float
 from ..profiles import scaled
-from ..runtime import derive_seed, device_info, write_json
+from ..runtime import derive_seed, write_json
 from .client_side import client_inputs
 from .common import check_upload_name, load_config, parser, run_stage
+from .records import runtime_record, write_runtime_record
 
 
 def main(argv=None) -> None:
@@ -61,7 +63,7 @@ def _run(args) -> None:
     out = paths.uploads(check_upload_name(args.distilled))
     if out.exists():
         shutil.rmtree(out)
-    summary, t0 = [], time.perf_counter()
+    summary, per_client_seconds, t0 = [], [], time.perf_counter()
     bar = tqdm(total=len(pt.client_indices), desc=f"condensing against {len(ensemble)} {archs[0]}",
                disable=args.no_progress, unit="client")
     try:
@@ -92,9 +94,9 @@ def _run(args) -> None:
             summary.append({"client": k, "classes": res.classes, "images": int(len(res.labels)),
                             "loss_first": res.losses[0] if res.losses else None,
                             "loss_last": res.losses[-1] if res.losses else None,
-                            "seconds": round(time.perf_counter() - t, 3),
                             **({} if cost.flops is None else {"flops": cost.flops}),
                             "upload_bytes": sum(int(a.nbytes) for a in arrays.values())})
+            per_client_seconds.append(round(time.perf_counter() - t, 3))
             bar.update(1)
     finally:
         bar.close()
@@ -102,9 +104,11 @@ def _run(args) -> None:
     record = {"settings": settings.as_dict(), "clients_dir": str(paths.clients), "iterations_run": iterations,
               "layers": layers, "ensemble": archs[0],
               "members": [u.client_id for u in uploads], "profile": profile.name, "clients": summary,
-              "seconds": round(seconds, 3), "runtime": device_info(device)}
+              "runtime": cfg["runtime"].in_force(device)}  # seconds and the host: the runtime record
     write_json(out / "index.json", record)
     write_json(paths.results / f"{args.distilled}.json", record)
+    write_runtime_record(runtime_record(paths, args.distilled), seconds, device, cfg["runtime"],
+                         per_client_seconds=per_client_seconds)
     print(f"condensed {len(summary)} clients ({sum(s['images'] for s in summary)} images) in {seconds:.1f} s")
 
 

@@ -12,7 +12,8 @@ Every method starts from the shared initial model w^0 (the one the clients pre-t
 are scaled by the profile. The test accuracy after every aggregation is the curve. A checkpoint
 (models/<run>/rounds/<method>/checkpoint.pt, a persistent DVC output) is kept every ``hybrid.checkpoint_every``
 rounds: a run killed mid-way resumes where it stopped, and a larger T continues a finished run, with the same result
-as a run from round 0. Writes results/<run>/rounds/<method>.json.
+as a run from round 0. Writes results/<run>/rounds/<method>.json (the curve, what was computed) and
+results/<run>/runtime/rounds-<method>.json (this call's seconds, per round, and the host).
 """
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ from ..models import build_model
 from ..protocols.hybrid import (METHODS, HybridSettings, central_group, client_groups, client_participants,
                                 header_groups, superclient_groups)
 from ..protocols.rounds import LocalSpec, run_rounds
-from ..runtime import derive_seed, device_info, read_json, write_json
+from ..runtime import derive_seed, read_json, write_json
 from .client_side import client_data
 from .common import load_config, parser, require_input, run_stage, test_tensors
+from .records import runtime_record, write_runtime_record
 
 
 def main(argv=None) -> None:
@@ -81,8 +83,9 @@ def _run(args) -> None:
         "method": args.method, "settings": h.as_dict(), "rounds": rounds, "rounds_run": len(curve),
         "local": vars(local), "profile": profile.name, "groups": [[p.n for p in g] for g in groups], **extra,
         "curve": curve, "acc_final": curve[-1]["test_acc"] if curve else None, "resumed_from": res.resumed_from,
-        "seconds": round(res.seconds, 3), "test_samples": int(len(y_test)),
-        "runtime": {**device_info(device), **cfg["runtime"].in_force(device)}})
+        "test_samples": int(len(y_test)), "runtime": cfg["runtime"].in_force(device)})
+    write_runtime_record(runtime_record(paths, f"rounds-{args.method}"), res.seconds, device, cfg["runtime"],
+                         rounds_timed=[res.resumed_from + 1, len(curve)], round_seconds=res.round_seconds)
     print(f"{args.method}: {len(curve)}/{rounds} rounds ({res.resumed_from} from the checkpoint), "
           f"final test accuracy {curve[-1]['test_acc'] if curve else float('nan'):.2f}")
 

@@ -4,7 +4,8 @@ steps) with its own generator ``derive_seed(seed, "kip", k)``, clients of one si
 one batched run (:func:`osfl.condense.kernel_inducing_points_many`), and sends the images, quantised to uint8 as
 counted by the cost model (8 bits per pixel value), to its header: uploads ``distilled_set`` under
 models/<run>/kip/client_<k>/ (the manifest names the header). Writes results/<run>/kip.json (settings, steps run,
-first and last loss, last KRR accuracy on the target batch, seconds (a batch's time shared out), bytes per client).
+first and last loss, last KRR accuracy on the target batch, bytes per client) and, apart, results/<run>/runtime/kip.json
+(seconds, a batch's time shared out per client, and the host).
 """
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ from ..clustering import Clustering
 from ..condense import KIPSettings, kernel_inducing_points_many, to_uint8
 from ..evaluation import to_float
 from ..profiles import scaled
-from ..runtime import derive_seed, device_info, read_json, write_json
+from ..runtime import derive_seed, read_json, write_json
 from .client_side import client_data
 from .common import load_config, parser, require_input, run_stage
+from .records import runtime_record, write_runtime_record
 
 # Clients distilled in one batched KIP run (kernel_inducing_points_many). Each client's images equal its own run's up
 # to rounding; measured on the 2-core CPU (600 images per client, 100 support, 500 targets): 27 ms per client-step
@@ -45,7 +47,7 @@ def _run(args) -> None:
     out = paths.uploads("kip")
     if out.exists():
         shutil.rmtree(out)
-    summary, t0 = [], time.perf_counter()
+    summary, per_client_seconds, t0 = [], [], time.perf_counter()
     kw = {**settings.as_dict(), "steps": steps}
     sizes = {k: len(pt.client_indices[k]) for k in header_of}
     # clients of one size draw target batches of one size: KIP runs them MEMBERS_PER_BATCH at a time, batched
@@ -72,13 +74,15 @@ def _run(args) -> None:
                             "steps_run": res.steps_run, "loss_first": res.losses[0] if res.losses else None,
                             "loss_last": res.losses[-1] if res.losses else None,
                             "train_acc_last": res.train_acc[-1] if res.train_acc else None,
-                            "seconds": round(share, 3), "upload_bytes": int(arrays["images"].nbytes)})
+                            "upload_bytes": int(arrays["images"].nbytes)})
+            per_client_seconds.append(round(share, 3))
         bar.update(len(batch))
     bar.close()
     seconds = time.perf_counter() - t0
     write_json(paths.results / "kip.json", {"settings": settings.as_dict(), "steps": steps, "profile": profile.name,
-                                            "members_per_batch": MEMBERS_PER_BATCH, "clients": summary,
-                                            "seconds": round(seconds, 3), "runtime": device_info(device)})
+                                            "members_per_batch": MEMBERS_PER_BATCH, "clients": summary})
+    write_runtime_record(runtime_record(paths, "kip"), seconds, device, cfg["runtime"],
+                         per_client_seconds=per_client_seconds)
     print(f"KIP: {len(summary)} members distilled {sum(s['images'] for s in summary)} images in {seconds:.1f} s")
 
 

@@ -11,6 +11,7 @@ Writes ``results/<experiment>/local_curve.csv`` (epoch, fedavg, client_1..client
 from __future__ import annotations
 
 import csv
+import time
 
 import torch
 
@@ -22,8 +23,9 @@ from ..evaluation import accuracy
 from ..methods.base import average_state_dicts
 from ..models import build_model
 from ..partition import load_partition
-from ..runtime import derive_seed, device_info, read_json, write_json
+from ..runtime import derive_seed, read_json, write_json
 from .common import load_data, load_config, parser, require_input, run_stage, test_tensors
+from .records import runtime_record, write_runtime_record
 
 
 def main(argv=None) -> None:
@@ -67,6 +69,7 @@ def _run(args) -> None:
                                                 for n, t in model.state_dict().items()})
         return accuracy(model, x_test, y_test)
 
+    t0 = time.perf_counter()
     hp = local_hparams(local, epochs, resolve_augment(local.augment, spec.shape), cfg["runtime"],
                        eval_fn=eval_fn, eval_every=every)
     results, _, batched = train_cohort(cohort, hp, device, progress=not args.no_progress)
@@ -88,7 +91,8 @@ def _run(args) -> None:
         "paper_epochs": paper_epochs, "paper_every": paper_every, "epochs_run": epochs, "every_run": every,
         "profile": profile.name, "weighting": "samples", "batched": batched,
         "stand_in_data": bool(read_json(paths.prepared / "meta.json").get("stand_in", False)),
-        "runtime": {**device_info(device), **cfg["runtime"].in_force(device)}})
+        "runtime": cfg["runtime"].in_force(device)})  # seconds and the host: results/<exp>/runtime/local_curve.json
+    write_runtime_record(runtime_record(paths, "local_curve"), time.perf_counter() - t0, device, cfg["runtime"])
     best = max(rows, key=lambda r: r["fedavg"])
     print(f"local curve: {len(rows)} points to E={epochs}; FedAvg best {best['fedavg']:.2f}% at E={best['epoch']}")
 

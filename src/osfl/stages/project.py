@@ -5,7 +5,8 @@ projection matrix per layer from its own training data and its trained model, an
 them (payload ``projections``), to models/<--out>/clients/: the MA-Echo column then runs the server with
 ``--clients-of <--out>``, so the other columns' uploads stay small and a change here re-runs MA-Echo only. The batch
 order of client k comes from ``derive_seed(seed, "projections", k)`` (the official loader shuffles). Writes
-results/<run>/projections.json (per client: layers, matrix sizes, upload bytes, seconds).
+results/<run>/projections.json (per client: layers, matrix sizes, upload bytes) and its seconds and host to
+results/<run>/runtime/projections.json.
 """
 from __future__ import annotations
 
@@ -21,9 +22,10 @@ from ..clients.projections import layer_projections
 from ..clients.upload import write_upload
 from ..errors import ConfigError
 from ..evaluation import to_float
-from ..runtime import derive_seed, device_info, write_json
+from ..runtime import derive_seed, write_json
 from .client_side import client_inputs
 from .common import check_upload_name, load_config, parser, run_stage
+from .records import runtime_record, write_runtime_record
 
 
 def main(argv=None) -> None:
@@ -43,7 +45,7 @@ def _run(args) -> None:
     uploads, pt, x_all = inputs.uploads, inputs.partition, inputs.x
     if out.exists():
         shutil.rmtree(out)
-    summary, t0 = [], time.perf_counter()
+    summary, per_client_seconds, t0 = [], [], time.perf_counter()
     for u in tqdm(uploads, desc="MA-Echo projections", disable=args.no_progress, unit="client"):
         t = time.perf_counter()
         k = u.client_id
@@ -54,12 +56,13 @@ def _run(args) -> None:
         manifest = {key: v for key, v in u.manifest.items() if key not in ("client_id", "kind", "files")}
         write_upload(out, k, "classifier", manifest, tensors={"state_dict": u.state_dict(), "projections": proj})
         summary.append({"client": k, "layers": {n: list(p.shape) for n, p in proj.items()},
-                        "projection_bytes": sum(p.numel() * p.element_size() for p in proj.values()),
-                        "seconds": round(time.perf_counter() - t, 3)})
+                        "projection_bytes": sum(p.numel() * p.element_size() for p in proj.values())})
+        per_client_seconds.append(round(time.perf_counter() - t, 3))
     seconds = time.perf_counter() - t0
     write_json(paths.results / "projections.json",
-               {"clients_dir": str(paths.clients), "out": str(out), "clients": summary, "seconds": round(seconds, 3),
-                "runtime": device_info(device)})
+               {"clients_dir": str(paths.clients), "out": str(out), "clients": summary})
+    write_runtime_record(runtime_record(paths, "projections"), seconds, device, cfg["runtime"],
+                         per_client_seconds=per_client_seconds)
     print(f"projections of {len(summary)} clients in {seconds:.1f} s -> {out}")
 
 

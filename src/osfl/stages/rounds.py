@@ -1,6 +1,7 @@
 """Stage `rounds@<method>`: the multi-round protocol (T global rounds of E local epochs; FedHydra Tables 5, 8,
-11-18). Reads the prepared data and the partition; writes results/<experiment>/rounds/<name>.json and .csv
-and the last round's global model to models/<experiment>/rounds/<name>/model.pt (see
+11-18). Reads the prepared data and the partition; writes results/<experiment>/rounds/<name>.json and .csv,
+each round's local and server seconds and the host to results/<experiment>/runtime/rounds-<name>.json, and the last
+round's global model to models/<experiment>/rounds/<name>/model.pt (see
 :mod:`osfl.protocols.multi_round`)."""
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import torch
 from ..data import ArrayData
 from ..partition import Partition, load_partition
 from ..protocols.multi_round import RoundsConfig, RoundsResult, check_run, read_rounds, run_rounds
-from ..runtime import derive_seed, device_info, read_json, save_state_dict, write_json
+from ..runtime import derive_seed, read_json, save_state_dict, write_json
 from .common import load_data, load_config, parser, require_input, run_name, run_stage, test_tensors
+from .records import runtime_record, write_runtime_record
 from .server import aux_loader
 
 
@@ -55,9 +57,11 @@ def _run(args) -> None:
         "method": args.method, "tag": args.tag, "T": rounds.T, "local_epochs": rounds.local_epochs,
         "local_epochs_run": rounds.local_epochs_run, "profile": cfg["profile"].name, "rounds": res.records,
         "acc_final": final, "test_samples": res.test_samples, "choices": res.choices, "protocol": res.protocol,
-        "runtime": {**device_info(device), **cfg["runtime"].in_force(device)},
+        "runtime": cfg["runtime"].in_force(device),  # seconds and the host: results/<exp>/runtime/rounds-<name>.json
         "stand_in_data": bool(read_json(paths.prepared / "meta.json").get("stand_in", False)),
     })
+    write_runtime_record(runtime_record(paths, f"rounds-{name}"), sum(r["local"] + r["server"] for r in res.seconds),
+                         device, cfg["runtime"], per_round=res.seconds)
     with open(out / f"{name}.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["round", "test_acc"])

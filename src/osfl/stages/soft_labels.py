@@ -9,6 +9,7 @@ to models/<run>/soft_labels/. Writes results/<run>/soft_labels.json (the public 
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +20,10 @@ from ..clustering import ClusteringSettings, predict_soft_labels
 from ..data import load_prepared
 from ..errors import ConfigError
 from ..evaluation import to_float
-from ..runtime import derive_seed, device_info, write_json
+from ..runtime import derive_seed, write_json
 from .client_side import classifier_uploads
 from .common import check_upload_name, load_config, parser, require_input, run_stage, subset
+from .records import runtime_record, write_runtime_record
 
 
 def main(argv=None) -> None:
@@ -51,7 +53,7 @@ def _run(args) -> None:
     out = paths.uploads("soft_labels")
     if out.exists():
         shutil.rmtree(out)
-    sizes = []
+    sizes, t0 = [], time.perf_counter()
     for u in uploads:
         soft = predict_soft_labels(u.build_model(device), x_public).cpu().numpy().astype(np.float32)
         write_upload(out, u.client_id, "soft_labels",
@@ -60,7 +62,8 @@ def _run(args) -> None:
         sizes.append(int(soft.nbytes))
     write_json(paths.results / "soft_labels.json",
                {"public": name, "public_size": len(idx), "public_indices": idx.tolist(),
-                "clients": len(sizes), "upload_bytes": sizes, "runtime": device_info(device)})
+                "clients": len(sizes), "upload_bytes": sizes, "runtime": cfg["runtime"].in_force(device)})
+    write_runtime_record(runtime_record(paths, "soft_labels"), time.perf_counter() - t0, device, cfg["runtime"])
     print(f"soft labels of {len(sizes)} clients on {len(idx)} {name} samples -> {out}")
 
 

@@ -39,8 +39,9 @@ from ..live import ClientsLive
 from ..models import MODELS, build_model, resolve_model_name
 from ..models.cvae import CVAE
 from ..partition import load_partition
-from ..runtime import derive_seed, device_info, seeded_init, write_json
+from ..runtime import derive_seed, seeded_init, write_json
 from .common import for_dataset, load_config, load_data, parser, require_input, run_stage, test_tensors
+from .records import runtime_record, write_runtime_record
 
 PART_KEYS = ("name", "half", "clients", "model", "local", "cvae")
 HALVES = ("first", "second")
@@ -159,11 +160,13 @@ def _run(args) -> None:
         summary = [{"client": k, "n_samples": int(len(pt.client_indices[k])), "local_test_acc": accs[j],
                     "seconds": secs[j]} for j, k in enumerate(ids)]
     seconds = time.perf_counter() - t0
+    per_client_seconds = [round(float(s.pop("seconds")), 3) for s in summary]  # the host's, not the computation's
+    # what was computed and the switches in force; seconds and the host go to the runtime record
     write_json(out / "index.json", {"part": args.part, "arch": arch, "kind": "cvae_decoder" if generative else
-                                    "classifier", "clients": summary, "train": info,
-                                    "runtime": device_info(device), "seconds": seconds})
-    record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "seconds": round(seconds, 3),
-              "per_client": summary}
+                                    "classifier", "clients": summary, "train": info})
+    write_runtime_record(runtime_record(paths, f"clients-{args.part}"), seconds, device, cfg["runtime"],
+                         per_client_seconds=per_client_seconds)
+    record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "per_client": summary}
     if not generative:
         record["local_acc_mean"] = float(np.mean([s["local_test_acc"] for s in summary]))
     write_json(paths.results / f"clients-{args.part}.json", record)
