@@ -6,8 +6,9 @@ Every epoch of :meth:`BoostingLoop.epoch`:
    (Adam lr_g, betas 0.5/0.999, generator gradient norm clipped at 10) for ``g_steps`` steps. Loss:
    ``oh``·mean_i (1 − p_{i,y_i})^hs·CE(WE(x_i), y_i) + ``adv``·(−mean_i KL(WE(x_i)/3 ‖ F_g(x_i)/3)·9), no mask,
    + ``bn``·(Σ BN-statistics loss)/m + the caller's ``extra_loss`` (OFedED's class-centre distance). The
-   lowest-loss batch is added to the labelled pool with its targets.
-2. **Ensemble re-weighting** (from the second epoch on): for ``wa_steps`` passes over the pool, per batch,
+   lowest-loss batch is kept, with its targets.
+2. **Ensemble re-weighting** (from the second epoch on): for ``wa_steps`` passes over the pool of the earlier
+   epochs (the new batch joins the pool after it, as in the official code: reports/peers.md, finding F2), per batch,
    w ← clip(w₀ + clip(w − μ·wdc^epoch·sign(∇_w CE(WE(x), y)) − w₀, −1, 1), 0, 1) (:func:`sign_reweight`), w₀ the
    weights at the start of the adjustment. ``w`` is one weight per client (Co-Boosting) or per client and class
    (OFedED's K×C, :meth:`BatchedEnsemble.combine`). A ``gate`` (OFedED's "synthetic images guide the update")
@@ -97,14 +98,14 @@ class BoostingLoop:
             loss = loss + self.extra_loss(x, t_out, y)
         return loss, x, t_out
 
-    def synthesize(self) -> float:
+    def synthesize(self):
+        """The epoch's lowest-loss batch (added to the pool by :meth:`epoch`, after the re-weighting)."""
         self.student.eval()
         made = self.synth.run_epoch(self._step_loss)
         if made.best_x is None:
             raise ConfigError(f"server.{self.method}", "the generator loss was not finite at any step (diverged "
                                                        "teachers or generator; lower the learning rates)")
-        self.pool.add(made.best_x, made.y)
-        return made.best_loss
+        return made
 
     def candidate_weights(self, epoch0: int) -> torch.Tensor:
         """Co-Boosting's ``wa_steps`` passes of sign steps over the pool, from the current weights."""
@@ -157,9 +158,11 @@ class BoostingLoop:
 
     def epoch(self, e: int) -> tuple[nn.Module, dict]:
         """Server epoch ``e`` (1-based), for :func:`osfl.methods.base.track_epochs`."""
-        gen_loss = self.synthesize()
-        if e > 1:
-            self.adjust_weights(e - 1)
+        made = self.synthesize()
+        if e > 1:  # on the pool of the earlier epochs: the official loop adds the new batch after re-weighting
+            self.adjust_weights(e - 1)  # (rong-dai/Co-Boosting@b95d715 datafree/synthesis/coboost.py:151 then :162)
+        self.pool.add(made.best_x, made.y)
+        gen_loss = made.best_loss
         self.distill()
         fields = {"gen_loss": gen_loss, "client_weights": self.weight_fields()}
         if self.evaluate is not None:  # the weighted ensemble the epoch ends with (Fig. 2(a) of OFedED)

@@ -1,0 +1,1 @@
+"""Harnesses that call the authors' released code (imported from scratch checkouts) beside ours: README.md."""

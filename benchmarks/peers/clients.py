@@ -1,0 +1,268 @@
+"""Peer run of the layer every method shares: the clients (issue 38).
+
+Co-Boosting's official pre-training (``fl_pretrain.py``: its ``LocalUpdate``, ``average_weights``, ``Ensemble`` and
+``class_test``, imported from a scratch checkout, see ``benchmarks/peers/README.md``) and ours (the stages
+``prepare``, ``partition``, ``train_clients``, ``server``/``evaluate`` for FedAvg and the ensemble, run as a user runs
+them) on the same Fashion-MNIST partition: OUR partition stage draws the client indices, and the official code gets
+them through the shim instead of drawing its own. Three arms per seed:
+
+* ``official``: the official code as released: images resized to 32×32 and normalised (mean = std = 0.5), its
+  LeNet-5, its loop (SGD, momentum 0.9, batch 128, gradient-norm clip 10), FedAvg with uniform weights;
+* ``official_our_inputs``: the official loop and aggregation on OUR inputs (28×28, pixels in [0, 1]) and OUR LeNet-5
+  (the same layers for 28×28 input): isolates the loop from the input preparation;
+* ``official_norm28`` and ``official_resize32`` (``--arms``): the official loop with normalisation alone (our
+  LeNet-5 at 28×28) or resizing alone (the official LeNet-5, pixels in [0, 1]): which of the two matters;
+* ``ours``: our pipeline with the same partition, epochs, batch, learning rate, momentum and clip; FedAvg with our
+  default weights (n_k/n) and with uniform weights (the official choice), and the logit-averaging ensemble.
+
+``--init`` picks the official arms' initial model: ``own`` (drawn by the official code, as released) or ``shared``
+(the one our clients start from, so that every arm of a seed starts from the same weights: one-shot FedAvg depends
+on that draw far more than on anything else here). Writes one JSON record (``--out``): settings, per seed and arm the clients' mean test accuracy, FedAvg and ensemble
+test accuracy, local-training seconds; the official commit and every shim change. Deterministic apart from the
+seconds. Run from the repository root::
+
+    python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init shared   # -> records/clients-coboost-shared-init.json
+    python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init own      # -> records/clients-coboost-own-init.json
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import yaml
+
+from .official import CPU_DEVICE_NOTE, OFFICIAL, cpu_device, official_modules
+
+REPO = Path(__file__).resolve().parents[2]
+FMNIST_DEBIAN = Path("/usr/share/datasets/fashion-mnist")
+PEER = "Co-Boosting"
+INITS = {"own": "the official arms draw their own initial model (torch's global RNG after setup_seed(seed)); ours "
+                "draws its shared initial model under derive_seed(seed, 'init')",
+         "shared": "every arm starts its clients from our shared initial model of the run's seed (the official "
+                   "LeNet-5 from our 32x32 draw, its conv3 = our first linear layer reshaped)"}
+SHIMS = [
+    CPU_DEVICE_NOTE,
+    "fl_pretrain.logger: a silent logging.Logger (the script creates it under __main__ only)",
+    "fl_pretrain.DataLoader: num_workers 4 -> 0 (loading only; the shuffle order comes from the same torch RNG)",
+    "partition: our partition stage's client indices replace partition_data's draw (the same data for both sides)",
+    "dataset: torchvision FashionMNIST read from Debian's dataset-fashion-mnist files (no download)",
+    "arms with our LeNet-5: the model wrapped to accept Ensemble's return_features=False keyword",
+]
+
+
+class _TakesFeatureFlag(torch.nn.Module):
+    """Our model inside the official ``Ensemble``, which calls each member with ``return_features=False``."""
+
+    def __init__(self, model: torch.nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, return_features=False):
+        return self.model(x)
+
+
+def torchvision_root(scratch: Path) -> Path:
+    """A folder torchvision's FashionMNIST reads without downloading: Debian's four files, unpacked."""
+    raw = scratch / "FashionMNIST" / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    for gz in FMNIST_DEBIAN.glob("*-ubyte.gz"):
+        out = raw / gz.name[:-3]
+        if not out.exists():
+            with gzip.open(gz, "rb") as f, open(out, "wb") as g:
+                shutil.copyfileobj(f, g)
+    return scratch
+
+
+def our_run(work: Path, seed: int, args) -> dict:
+    """Our stages in ``work`` (a scratch folder with its own params.yaml), as ``dvc repro`` would run them."""
+    work.mkdir(parents=True, exist_ok=True)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())  # every key a stage reads, then ours
+    params.update({
+        "profile": "paper", "seed": seed, "dataset": "fmnist", "partition": args.partition, "alpha": args.alpha,
+        "clients": args.clients, "model": "lenet5", "methods": ["fedavg", "ensemble"],
+        "data": {"mirror": str(FMNIST_DEBIAN)},
+        "local": {"epochs": args.epochs, "batch_size": 128, "lr": 0.01, "momentum": 0.9, "grad_clip": 10.0,
+                  "augment": "none"},
+        "runtime": {"threads": args.threads}, "server": {"fedavg": {}, "ensemble": {}},
+    })
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    exp = ["--experiment", "peer"]
+
+    def stage(*argv):
+        subprocess.run([sys.executable, "-m", *argv, "--no-progress"], cwd=work, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+    stage("osfl.stages.prepare", "--experiment", "fmnist")
+    stage("osfl.stages.partition", *exp)
+    stage("osfl.stages.train_clients", *exp)
+    out = {}
+    for method, tag, sets in (("fedavg", "", []), ("fedavg", "uniform", ["--set", "server.fedavg.weighting=uniform"]),
+                              ("ensemble", "", [])):
+        stage("osfl.stages.server", *exp, "--method", method, f"--tag={tag}", *sets)
+        stage("osfl.stages.evaluate", *exp, "--method", method, f"--tag={tag}")
+        name = f"{method}-{tag}" if tag else method
+        out[name] = json.loads((work / "results" / "peer" / "runs" / f"{name}.json").read_text())["acc_final"]
+    clients = json.loads((work / "results" / "peer" / "clients.json").read_text())
+    runtime = json.loads((work / "results" / "peer" / "runtime" / "clients.json").read_text())
+    return {"client_acc_mean": clients["local_acc_mean"], "fedavg": out["fedavg-uniform"],
+            "fedavg_samples": out["fedavg"], "ensemble": out["ensemble"], "local_seconds": runtime["seconds"]}
+
+
+# The official arms: (image side, normalise with mean = std = 0.5, model). "official" is the code as released
+# (its registry's transforms and LeNet-5); the others run its loop on other inputs, to tell apart what matters.
+ARMS = {
+    "official": (32, True, "official"),
+    "official_our_inputs": (28, False, "ours"),  # our preparation and our LeNet-5 (the same layers for 28x28)
+    "official_norm28": (28, True, "ours"),  # normalisation alone
+    "official_resize32": (32, False, "official"),  # resizing alone
+}
+
+
+def official_run(partition: dict, seed: int, args, *, arm: str, data_root: Path) -> dict:
+    """The official pre-training on our partition's client indices, inputs and model as ``ARMS[arm]`` says."""
+    import logging
+
+    from torchvision import datasets, transforms as T
+
+    side, normalise, model = ARMS[arm]
+    torch.set_num_threads(args.threads)
+    with official_modules(PEER, "fl_pretrain", "utils_fl", "registry") as (fl, utils_fl, registry), cpu_device():
+        fl.logger = logging.getLogger("peer-silent")
+        fl.logger.addHandler(logging.NullHandler())
+        fl.logger.propagate = False
+        loader = fl.DataLoader
+        fl.DataLoader = lambda *a, **k: loader(*a, **{**k, "num_workers": 0})
+        utils_fl.setup_seed(seed)
+        if arm == "official":
+            _, train, test = registry.get_dataset(name="fmnist", data_root=str(data_root))
+        else:
+            tf = T.Compose([*([T.Resize((side, side))] if side != 28 else []), T.ToTensor(),
+                            *([T.Normalize((0.5,), (0.5,))] if normalise else [])])
+            train = datasets.FashionMNIST(str(data_root), train=True, download=False, transform=tf)
+            test = datasets.FashionMNIST(str(data_root), train=False, download=False, transform=tf)
+        if model == "official":
+            make = lambda: registry.get_model("lenet", num_classes=10)  # noqa: E731
+        else:
+            from osfl.models import build_model
+
+            make = lambda: build_model("lenet5", (1, side, side), 10)  # noqa: E731
+        our_model = model == "ours"
+        global_model = make()
+        if args.init == "shared":  # our shared initial model (train_clients' initial_states), in their layout
+            global_model.load_state_dict(shared_start(seed, our_model))
+        hp = argparse.Namespace(local_bs=128, local_lr=0.01, local_ep=args.epochs)
+        test_loader = torch.utils.data.DataLoader(test, batch_size=256, shuffle=False, num_workers=0)
+        weights, accs, t0 = [], [], time.perf_counter()
+        for k in range(args.clients):
+            w, _ = fl.LocalUpdate(hp, train, partition[k], fl.logger).update_weights(copy.deepcopy(global_model), k)
+            weights.append(copy.deepcopy(w))
+        local_seconds = time.perf_counter() - t0
+        for w in weights:
+            net = make()
+            net.load_state_dict(w)
+            accs.append(utils_fl.class_test(net, test_loader, fl.logger)[0])
+        avg = make()
+        avg.load_state_dict(utils_fl.average_weights(weights))
+        fedavg = utils_fl.class_test(avg, test_loader, fl.logger)[0]
+        members = []
+        for w in weights:
+            net = make()
+            net.load_state_dict(w)
+            members.append(_TakesFeatureFlag(net) if our_model else net)
+        ensemble = utils_fl.class_test(utils_fl.Ensemble(members), test_loader, fl.logger)[0]
+    return {"client_acc_mean": float(np.mean(accs)), "fedavg": float(fedavg), "ensemble": float(ensemble),
+            "local_seconds": local_seconds}
+
+
+def shared_start(seed: int, our_model: bool) -> dict:
+    """Our shared initial LeNet-5 (``initial_states``: the one every client of our run starts from) for 28×28 input,
+    or for the official 32×32 input in the official LeNet-5's layout: its third convolution (16 → 120, 5×5, on a
+    5×5 map) is our first linear layer (400 → 120), the same weights reshaped."""
+    from osfl.clients.cohort import initial_states
+
+    shape = (1, 28, 28) if our_model else (1, 32, 32)
+    ours = initial_states(["lenet5"], shape, 10, seed)["lenet5"]
+    if our_model:
+        return ours
+    return {"features.0.weight": ours["features.0.weight"], "features.0.bias": ours["features.0.bias"],
+            "features.3.weight": ours["features.3.weight"], "features.3.bias": ours["features.3.bias"],
+            "features.6.weight": ours["classifier.0.weight"].reshape(120, 16, 5, 5),
+            "features.6.bias": ours["classifier.0.bias"],
+            "fc.0.weight": ours["classifier.2.weight"], "fc.0.bias": ours["classifier.2.bias"],
+            "fc.2.weight": ours["classifier.4.weight"], "fc.2.bias": ours["classifier.4.bias"]}
+
+
+def summary(values: list[float]) -> dict:
+    a = np.asarray(values, dtype=float)
+    return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if len(a) > 1 else None, "n": int(len(a)),
+            "values": [round(float(v), 4) for v in a]}
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--epochs", type=int, default=10, help="local epochs (official default 100)")
+    p.add_argument("--clients", type=int, default=10)
+    p.add_argument("--alpha", type=float, default=0.5)
+    p.add_argument("--partition", default="inner_dirichlet",
+                   help="our partition scheme (inner_dirichlet = Co-Boosting's own FedDyn-style draw)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--init", choices=("own", "shared"), default="shared",
+                   help="the official arms' initial model: own = drawn by the official code from its global RNG "
+                        "(as released); shared = ours (the one our clients start from; for the 32x32 official "
+                        "LeNet-5, our 32x32 draw): a paired comparison, free of the draw's large effect on FedAvg")
+    p.add_argument("--arms", nargs="+", choices=list(ARMS), default=["official", "official_our_inputs"],
+                   help="the official arms to run (ARMS: the code as released, and its loop on other inputs)")
+    p.add_argument("--scratch", type=Path, default=Path(os.environ.get("OSFL_PEERS", "/tmp/peers")) / "work")
+    p.add_argument("--out", type=Path, default=None,
+                   help="default: benchmarks/peers/records/clients-coboost-<init>-init.json")
+    args = p.parse_args(argv)
+    args.out = args.out or REPO / "benchmarks/peers/records" / f"clients-coboost-{args.init}-init.json"
+    data_root = torchvision_root(args.scratch / "torchvision")
+    arms: dict[str, list[dict]] = {**{a: [] for a in args.arms}, "ours": []}
+    for seed in args.seeds:
+        work = args.scratch / f"clients-s{seed}"
+        if work.exists():
+            shutil.rmtree(work)
+        t = time.perf_counter()
+        arms["ours"].append(our_run(work, seed, args))
+        part = json.loads((work / "data" / "partitions" / "peer" / "partition.json").read_text())
+        partition = {k: np.asarray(idx) for k, idx in enumerate(part["client_indices"])}
+        for arm in args.arms:
+            arms[arm].append(official_run(partition, seed, args, arm=arm, data_root=data_root))
+        print(f"seed {seed}: " + "; ".join(f"{a}: FedAvg {r[-1]['fedavg']:.2f}, ensemble {r[-1]['ensemble']:.2f}, "
+                                           f"clients {r[-1]['client_acc_mean']:.2f}" for a, r in arms.items())
+              + f" ({time.perf_counter() - t:.0f} s)", flush=True)
+    record = {
+        "harness": "benchmarks/peers/clients.py", "peer": PEER,
+        "layer": f"clients, FedAvg and ensemble; official arms' initial model: {args.init}", "official": OFFICIAL[PEER].as_dict(),
+        "shims": SHIMS + OFFICIAL[PEER].stub_notes(), "torch": torch.__version__,
+        "settings": {"dataset": "fmnist (Debian dataset-fashion-mnist)", "clients": args.clients,
+                     "partition": f"{args.partition}, alpha {args.alpha} (our partition stage, seed = run seed)",
+                     "local": {"epochs": args.epochs, "batch_size": 128, "lr": 0.01, "momentum": 0.9,
+                               "grad_clip": 10.0, "official_default_epochs": 100},
+                     "model": "LeNet-5", "threads": args.threads, "init": INITS[args.init],
+                     "test": "all 10,000 test images",
+                     "arms": {a: f"{ARMS[a][0]}x{ARMS[a][0]}, {'normalised (0.5, 0.5)' if ARMS[a][1] else '[0, 1]'}, "
+                                 f"{ARMS[a][2]} LeNet-5" for a in args.arms}},
+        "seeds": args.seeds,
+        "arms": {arm: {key: summary([r[key] for r in rows]) for key in rows[0]} for arm, rows in arms.items()},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    print(f"-> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""reports/peers.md: our methods against their authors' code (issue 38), rendered from the committed records of
+``benchmarks/peers/`` (the harness that runs the official code from a scratch checkout; its README says how).
+
+Three parts, each from its own files under ``benchmarks/peers/records/``:
+
+* equations (``equations.json``): one row per check, the official function and ours called on the same tensors, the
+  largest difference and its verdict;
+* runs (``clients-*.json`` and every other run record): per arm (the official code as released, variants of it, ours)
+  the mean ± std over seeds of each metric, and ours against the official one under the spread rule of
+  :mod:`osfl.reporting.spread` (same seeds only; "within spread" means the two agree), with the time ratio;
+* findings (``benchmarks/peers/findings.yaml``): every difference found, where it is on each side, and what was done.
+
+Nothing here is measured: a record that is missing renders as "not run", with the command that makes it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from .spread import DOES_NOT_HOLD, HOLDS, WITHIN, Side, compare, format_spread
+
+METRICS = {"client_acc_mean": "clients (mean test acc.)", "fedavg": "FedAvg (uniform)",
+           "fedavg_samples": "FedAvg (n_k/n)", "ensemble": "ensemble", "final": "final acc.", "best": "best acc."}
+AGREEMENT = {WITHIN: "agree (within spread)", HOLDS: "ours higher", DOES_NOT_HOLD: "ours lower"}
+RERUN = {"equations.json": "python -m benchmarks.peers.equations",
+         "clients-coboost-shared-init.json": "python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init shared",
+         "clients-coboost-own-init.json": "python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init own",
+         "clients-coboost-inputs.json": "python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init shared "
+                                        "--arms official_norm28 official_resize32 --out "
+                                        "benchmarks/peers/records/clients-coboost-inputs.json"}
+
+
+def _md(cell) -> str:
+    return str(cell).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return out + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+
+
+def _official(o: dict) -> str:
+    return f"`{o.get('repo', '?')}@{str(o.get('commit', '?'))[:7]}`" + (f" `{o['where']}`" if o.get("where") else "")
+
+
+def equations_section(record: dict | None) -> list[str]:
+    lines = ["## Equations: the official function and ours on the same tensors", ""]
+    if record is None:
+        return lines + [f"Not run: `{RERUN['equations.json']}` (with the official checkouts, README of "
+                        "benchmarks/peers) writes benchmarks/peers/records/equations.json.", ""]
+    rows = []
+    for c in record["checks"]:
+        diff = c.get("max_abs_diff")
+        grad = c.get("grad_max_abs_diff")
+        rows.append([c["method"], c["what"], _official(c["official"]), f"`{c['ours']}`",
+                     "—" if diff is None else f"{diff:.1e}", "—" if grad is None else f"{grad:.1e}",
+                     c["verdict"], c.get("note", "")])
+    lines += _table(["method", "check", "official", "ours", "max |Δ|", "max |Δ grad|", "verdict", "note"], rows)
+    shims = record.get("shims") or {}
+    if shims:
+        lines += ["", "Shims (our changes around the official code, nothing inside it): " + "; ".join(
+            f"{repo}: " + ", ".join(changes) for repo, changes in sorted(shims.items()) if changes) + "."]
+    return lines + ["", f"torch {record.get('torch', '?')}; re-run: `{RERUN['equations.json']}`.", ""]
+
+
+def _side(name: str, arm: dict, key: str, seeds: list) -> Side:
+    values = arm.get(key, {}).get("values") or []
+    return Side(name, dict(zip(seeds, values)))
+
+
+def run_section(name: str, record: dict) -> list[str]:
+    arms, seeds = record["arms"], record["seeds"]
+    official = record.get("official", {})
+    lines = [f"### {record.get('peer', name)}: {record.get('layer', 'clients')} ({name})", "",
+             f"Official code: {_official(official)}; harness `{record.get('harness', '?')}`; seeds "
+             f"{', '.join(map(str, seeds))}. Settings: " + "; ".join(
+                 f"{k} {json.dumps(v) if isinstance(v, dict) else v}" for k, v in record.get("settings", {}).items()),
+             ""]
+    metrics = [m for m in METRICS if any(m in a for a in arms.values())]
+    rows = [[arm] + [format_spread(a[m]["values"]) if m in a else "—" for m in metrics]
+            + [format_spread(a["local_seconds"]["values"], 1) if "local_seconds" in a else "—"]
+            for arm, a in arms.items()]
+    lines += _table(["arm"] + [METRICS[m] for m in metrics] + ["local s"], rows)
+    for other in [a for a in arms if a != "ours"] if "ours" in arms else []:
+        lines += ["", f"Ours against `{other}` (same seeds; spread = the larger sample std):", ""]
+        rows = []
+        for m in metrics:
+            if m in arms["ours"] and m in arms[other]:
+                v = compare(_side("ours", arms["ours"], m, seeds), _side(other, arms[other], m, seeds))
+                rows.append([METRICS[m], AGREEMENT.get(v.verdict, v.label),
+                             "; ".join(x for x in (v.evidence, v.reason, v.basis) if x)])
+        t_ours = arms["ours"].get("local_seconds", {}).get("mean")
+        t_off = arms[other].get("local_seconds", {}).get("mean")
+        if t_ours and t_off:
+            rows.append(["local training time", f"ours {t_off / t_ours:.2f}× as fast",
+                         f"{other} {t_off:.1f} s, ours {t_ours:.1f} s (mean over seeds, "
+                         f"{record.get('settings', {}).get('threads', '?')} thread(s), this CPU)"])
+        lines += _table(["metric", "result", "evidence"], rows)
+    shims = record.get("shims") or []
+    if shims:
+        lines += ["", "Shim: " + "; ".join(shims) + "."]
+    rerun = RERUN.get(name + ".json")
+    return lines + ([f"", f"Re-run: `{rerun}`."] if rerun else []) + [""]
+
+
+def findings_section(findings: list[dict] | None) -> list[str]:
+    lines = ["## Differences found and what was done", ""]
+    if not findings:
+        return lines + ["None recorded yet (benchmarks/peers/findings.yaml).", ""]
+    rows = [[f.get("id", ""), f.get("method", ""), f.get("what", ""), f.get("official", ""), f.get("ours", ""),
+             f.get("effect", ""), f.get("resolution", "")] for f in findings]
+    return lines + _table(["id", "method", "difference", "official", "ours", "effect (measured)", "resolution"],
+                          rows) + [""]
+
+
+def render(records: Path, findings: Path) -> str:
+    """The whole report (module docstring) from the folder of records and the findings file."""
+    eq = records / "equations.json"
+    runs = sorted(p for p in records.glob("*.json") if p.name != "equations.json")
+    out = ["# Our methods against their authors' code", "",
+           "Each row calls or runs the authors' released code, unmodified (a shim around it, listed, adapts the "
+           "device, the data root and the partition), beside ours on the same inputs. The official code is fetched "
+           "into a scratch folder by whoever runs the harness and is never committed (benchmarks/peers/README.md). "
+           "Generated by `python -m osfl.stages.peers` from benchmarks/peers/records/ and "
+           "benchmarks/peers/findings.yaml; edit those, not this file.", ""]
+    out += equations_section(json.loads(eq.read_text()) if eq.exists() else None)
+    out += ["## Runs: the same partition, models and steps", ""]
+    if not runs:
+        out += ["Not run: " + "; ".join(f"`{cmd}`" for n, cmd in RERUN.items() if n != "equations.json") + ".", ""]
+    for path in runs:
+        out += run_section(path.stem, json.loads(path.read_text()))
+    out += findings_section(yaml.safe_load(findings.read_text()) if findings.exists() else None)
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,0 +1,71 @@
+"""reports/peers.md (issue 38): rendered from the peer harness's records only, the spread rule deciding agreement, and
+the committed report equal to what the committed records render to."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from osfl.reporting.peers import render
+from osfl.stages import peers as peers_stage
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_record(ours: list[float], official: list[float], seconds=(10.0, 20.0)) -> dict:
+    def arm(fedavg, t):
+        return {"fedavg": {"values": fedavg, "mean": sum(fedavg) / len(fedavg)},
+                "local_seconds": {"values": [t] * len(fedavg), "mean": t}}
+
+    return {"harness": "benchmarks/peers/clients.py", "peer": "Co-Boosting",
+            "official": {"repo": "rong-dai/Co-Boosting", "commit": "b95d715ebf04307192094160e49334d3ab7519f0"},
+            "shims": ["device: no-op .cuda()"], "seeds": [0, 1, 2], "settings": {"threads": 1},
+            "arms": {"official": arm(official, seconds[1]), "ours": arm(ours, seconds[0])}}
+
+
+def write(folder: Path, name: str, record: dict) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(record))
+
+
+def test_agreement_follows_the_spread_rule(tmp_path):
+    records = tmp_path / "records"
+    write(records, "clients-a.json", run_record([70.0, 72.0, 74.0], [71.0, 73.0, 75.0]))  # d = -1, spread 2
+    write(records, "clients-b.json", run_record([50.0, 51.0, 52.0], [70.0, 71.0, 72.0]))  # d = -20, spread 1
+    text = render(records, tmp_path / "none.yaml")
+    a, b = text.split("### ")[1], text.split("### ")[2]
+    assert "| FedAvg (uniform) | agree (within spread) |" in a
+    assert "| FedAvg (uniform) | ours lower | ours 51.00 ± 1.00 (n=3) vs official 71.00 ± 1.00 (n=3)" in b
+    assert "difference -20.00" in b
+    assert "ours 2.00× as fast" in a and "72.00 ± 2.00 (n=3)" in a
+    assert "`rong-dai/Co-Boosting@b95d715`" in a and "device: no-op .cuda()" in a
+
+
+def test_equations_and_findings_render_as_tables(tmp_path):
+    records = tmp_path / "records"
+    write(records, "equations.json", {"torch": "x", "shims": {"DENSE": ["kornia stubbed"]}, "checks": [
+        {"id": "dense.kl", "method": "DENSE", "what": "KL with T", "ours": "osfl.distill.losses:kl_div_t",
+         "official": {"repo": "zj-jayzhang/DENSE", "commit": "237c5dd" + "0" * 33, "where": "helpers/utils.py:kldiv"},
+         "max_abs_diff": 0.0, "grad_max_abs_diff": None, "verdict": "equal", "note": ""}]})
+    findings = tmp_path / "findings.yaml"
+    findings.write_text(yaml.safe_dump([{"id": "F1", "method": "all", "what": "inputs | scale", "official": "a:1",
+                                         "ours": "b:2", "effect": "+5 points", "resolution": "option"}]))
+    text = render(records, findings)
+    assert "| DENSE | KL with T | `zj-jayzhang/DENSE@237c5dd` `helpers/utils.py:kldiv` |" in text
+    assert "| 0.0e+00 | — | equal |" in text and "DENSE: kornia stubbed" in text
+    assert "| F1 | all | inputs \\| scale | a:1 | b:2 | +5 points | option |" in text
+    assert "Not run:" in text  # no run record yet: the command that makes one
+
+
+def test_nothing_recorded_says_what_to_run(tmp_path):
+    text = render(tmp_path / "empty", tmp_path / "none.yaml")
+    assert text.count("Not run:") == 2 and "python -m benchmarks.peers.equations" in text
+    assert "None recorded yet" in text
+
+
+def test_committed_report_is_what_the_committed_records_render_to(tmp_path):
+    out = tmp_path / "peers.md"
+    peers_stage.main(["--records", str(ROOT / "benchmarks/peers/records"),
+                      "--findings", str(ROOT / "benchmarks/peers/findings.yaml"), "--out", str(out)])
+    assert out.read_text() == (ROOT / "reports" / "peers.md").read_text()
