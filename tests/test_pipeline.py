@@ -346,7 +346,7 @@ def test_farm_runs_the_stale_stages_on_two_workers_and_dvc_restores_them(farmed)
     assert {s.name for s in res.plan.workers} == workers and set(res.done) == workers
     assert all(rec["computed"] for rec in res.done.values())  # an empty remote: nothing to restore from
     assert {"evaluate@fedavg", "evaluate@dense", "report"} <= set(res.restore_ran) <= {
-        "partition", "evaluate@fedavg", "evaluate@dense", "report"}
+        "partition", "evaluate@fedavg", "evaluate@dense", "report", "peers"}  # peers: renders committed records
     assert set(res.restored) == workers  # from the run-cache the workers pushed
     assert len({(r["node"], r["pid"]) for r in res.done.values()}) >= 2  # two worker processes, two checkouts
     assert len({r["checkout"] for r in res.done.values()}) >= 2

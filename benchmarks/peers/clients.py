@@ -1,5 +1,10 @@
 """Peer run of the layer every method shares: the clients (issue 38).
 
+``--peer Co-Boosting`` (the default, below) or ``--peer DENSE``: DENSE's official pre-training (``loop_df_fl.py``:
+``LocalUpdate``, ``average_weights``, ``Ensemble``, ``test``; its fmnist data and ``CNNMnist``, which is our ``cnn2``)
+against ours with its settings (no gradient clip, 5 clients, the NIID-Bench Dirichlet draw); DENSE prepares its
+inputs as we do, so it has the one arm ``official``.
+
 Co-Boosting's official pre-training (``fl_pretrain.py``: its ``LocalUpdate``, ``average_weights``, ``Ensemble`` and
 ``class_test``, imported from a scratch checkout, see ``benchmarks/peers/README.md``) and ours (the stages
 ``prepare``, ``partition``, ``train_clients``, ``server``/``evaluate`` for FedAvg and the ensemble, run as a user runs
@@ -27,8 +32,10 @@ seconds. Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import gzip
+import io
 import json
 import os
 import shutil
@@ -41,11 +48,35 @@ import numpy as np
 import torch
 import yaml
 
-from .official import CPU_DEVICE_NOTE, OFFICIAL, cpu_device, official_modules
+from torch.utils.data import DataLoader
+
+from .official import CPU_DEVICE_NOTE, OFFICIAL, Stub, cpu_device, official_modules
 
 REPO = Path(__file__).resolve().parents[2]
 FMNIST_DEBIAN = Path("/usr/share/datasets/fashion-mnist")
 PEER = "Co-Boosting"
+DENSE_SHARED = ("every arm starts its clients from our shared initial model of the run's seed (our cnn2 draw, "
+                "loaded into DENSE's CNNMnist under its layer names)")
+
+
+def arm_text(peer: str, arm: str) -> str:
+    """What an official arm feeds which model (the record's settings)."""
+    if peer == "DENSE":
+        return "28x28, pixels in [0, 1] (DENSE's fmnist transforms), DENSE's CNNMnist, as released"
+    side, normalise, model = ARMS[arm]
+    return f"{side}x{side}, {'normalised (0.5, 0.5)' if normalise else '[0, 1]'}, {model} LeNet-5"
+
+
+DENSE_SHIMS = [
+    CPU_DEVICE_NOTE,
+    "wandb stub: an empty module (wandb is used under __main__ only)",
+    "models.vit stub: no ViT (it imports torch._six, removed from torch; only --model vit uses it)",
+    "loop_df_fl.DataLoader: num_workers 4 -> 0 (loading only); loop_df_fl.test_loader set (a global of __main__); "
+    "loop_df_fl.tqdm: the plain iterator; prints silenced",
+    "helpers.datasets.load_data('fmnist'): its transforms, FashionMNIST read from Debian's files instead of /dataset",
+    "partition: our partition stage's client indices replace partition_data's draw (the same data for both sides)",
+    "clients' accuracy: each client's test accuracy after its last local epoch, as update_weights records it",
+]
 INITS = {"own": "the official arms draw their own initial model (torch's global RNG after setup_seed(seed)); ours "
                 "draws its shared initial model under derive_seed(seed, 'init')",
          "shared": "every arm starts its clients from our shared initial model of the run's seed (the official "
@@ -89,10 +120,10 @@ def our_run(work: Path, seed: int, args) -> dict:
     params = yaml.safe_load((REPO / "params.yaml").read_text())  # every key a stage reads, then ours
     params.update({
         "profile": "paper", "seed": seed, "dataset": "fmnist", "partition": args.partition, "alpha": args.alpha,
-        "clients": args.clients, "model": "lenet5", "methods": ["fedavg", "ensemble"],
+        "clients": args.clients, "model": PEERS[args.peer]["model"], "methods": ["fedavg", "ensemble"],
         "data": {"mirror": str(FMNIST_DEBIAN)},
-        "local": {"epochs": args.epochs, "batch_size": 128, "lr": 0.01, "momentum": 0.9, "grad_clip": 10.0,
-                  "augment": "none"},
+        "local": {"epochs": args.epochs, "batch_size": 128, "lr": 0.01, "momentum": 0.9,
+                  "grad_clip": PEERS[args.peer]["grad_clip"], "augment": "none"},
         "runtime": {"threads": args.threads}, "server": {"fedavg": {}, "ensemble": {}},
     })
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -121,6 +152,14 @@ def our_run(work: Path, seed: int, args) -> dict:
 
 # The official arms: (image side, normalise with mean = std = 0.5, model). "official" is the code as released
 # (its registry's transforms and LeNet-5); the others run its loop on other inputs, to tell apart what matters.
+# Per peer: our model and gradient clip matching its code, its partition scheme and client count (its scripts'),
+# and the official arms run by default.
+PEERS = {
+    "Co-Boosting": {"model": "lenet5", "grad_clip": 10.0, "partition": "inner_dirichlet", "clients": 10,
+                    "arms": ["official", "official_our_inputs"], "tag": "coboost"},
+    "DENSE": {"model": "cnn2", "grad_clip": 0.0, "partition": "dirichlet", "clients": 5, "arms": ["official"],
+              "tag": "dense"},  # DENSE feeds 28x28 pixels in [0, 1], as we do: one official arm
+}
 ARMS = {
     "official": (32, True, "official"),
     "official_our_inputs": (28, False, "ours"),  # our preparation and our LeNet-5 (the same layers for 28x28)
@@ -130,6 +169,12 @@ ARMS = {
 
 
 def official_run(partition: dict, seed: int, args, *, arm: str, data_root: Path) -> dict:
+    if args.peer == "DENSE":
+        return dense_run(partition, seed, args, arm=arm, data_root=data_root)
+    return coboost_run(partition, seed, args, arm=arm, data_root=data_root)
+
+
+def coboost_run(partition: dict, seed: int, args, *, arm: str, data_root: Path) -> dict:
     """The official pre-training on our partition's client indices, inputs and model as ``ARMS[arm]`` says."""
     import logging
 
@@ -185,14 +230,72 @@ def official_run(partition: dict, seed: int, args, *, arm: str, data_root: Path)
             "local_seconds": local_seconds}
 
 
+def dense_run(partition: dict, seed: int, args, *, arm: str, data_root: Path) -> dict:
+    """DENSE's official pre-training (``loop_df_fl.py --type pretrain``: its ``LocalUpdate``, ``average_weights``,
+    ``Ensemble`` and ``test``, the fmnist data of ``helpers/datasets.py``, ``CNNMnist``) on our partition."""
+    import types
+
+    from torchvision import datasets
+
+    torch.set_num_threads(args.threads)
+    def vit(root):
+        mod = types.ModuleType("models.vit")
+        mod.deit_tiny_patch16_224 = None  # the "vit" model only; its module imports torch._six, gone from torch
+        return {"models.vit": mod}
+
+    stubs = (Stub(("wandb",), lambda root: {"wandb": types.ModuleType("wandb")},
+                  "wandb stub: an empty module (the script logs to wandb under __main__ only)"),
+             Stub(("models.vit",), vit, "models.vit stub: no ViT (it imports torch._six, removed from torch; only "
+                                         "--model vit uses it)"))
+    with official_modules("DENSE", "loop_df_fl", "helpers.datasets", "helpers.utils", "models.nets",
+                          extra_stubs=stubs) as (loop, ds, utils, nets), cpu_device(), contextlib.redirect_stdout(
+                              io.StringIO()):
+        ds.datasets = types.SimpleNamespace(FashionMNIST=lambda _root, **kw: datasets.FashionMNIST(
+            str(data_root), download=False, **kw))
+        train, test = ds.load_data("fmnist")[4:6]  # (X_train, y_train, X_test, y_test, train, test)
+        loop.DataLoader = lambda *a, **k: DataLoader(*a, **{**k, "num_workers": 0})
+        loop.test_loader = DataLoader(test, batch_size=256, shuffle=False, num_workers=0)
+        loop.tqdm = lambda it, *a, **k: it
+        utils.setup_seed(seed)
+        global_model = nets.CNNMnist()
+        if args.init == "shared":
+            ours = shared_state(seed, "cnn2", (1, 28, 28))
+            names = {"features.0": "layer1.0", "features.1": "layer1.1", "features.4": "layer2.0",
+                     "features.5": "layer2.1", "classifier": "fc"}
+            global_model.load_state_dict({names[k.rsplit(".", 1)[0]] + "." + k.rsplit(".", 1)[1]: v
+                                          for k, v in ours.items()})
+        hp = argparse.Namespace(local_bs=128, lr=0.01, local_ep=args.epochs)
+        weights, accs, t0 = [], [], time.perf_counter()
+        for k in range(args.clients):
+            w, local = loop.LocalUpdate(hp, train, partition[k]).update_weights(copy.deepcopy(global_model), k)
+            weights.append(copy.deepcopy(w))
+            accs.append(float(local[-1]))  # its test accuracy after the last local epoch (the official log)
+        local_seconds = time.perf_counter() - t0
+        avg = nets.CNNMnist()
+        avg.load_state_dict(utils.average_weights(weights))
+        fedavg = utils.test(avg, loop.test_loader)[0]
+        members = []
+        for w in weights:
+            net = nets.CNNMnist()
+            net.load_state_dict(w)
+            members.append(net)
+        ensemble = utils.test(loop.Ensemble(members), loop.test_loader)[0]
+    return {"client_acc_mean": float(np.mean(accs)), "fedavg": float(fedavg), "ensemble": float(ensemble),
+            "local_seconds": local_seconds}
+
+
+def shared_state(seed: int, model: str, shape) -> dict:
+    from osfl.clients.cohort import initial_states
+
+    return initial_states([model], shape, 10, seed)[model]
+
+
 def shared_start(seed: int, our_model: bool) -> dict:
     """Our shared initial LeNet-5 (``initial_states``: the one every client of our run starts from) for 28×28 input,
     or for the official 32×32 input in the official LeNet-5's layout: its third convolution (16 → 120, 5×5, on a
     5×5 map) is our first linear layer (400 → 120), the same weights reshaped."""
-    from osfl.clients.cohort import initial_states
-
     shape = (1, 28, 28) if our_model else (1, 32, 32)
-    ours = initial_states(["lenet5"], shape, 10, seed)["lenet5"]
+    ours = shared_state(seed, "lenet5", shape)
     if our_model:
         return ours
     return {"features.0.weight": ours["features.0.weight"], "features.0.bias": ours["features.0.bias"],
@@ -211,24 +314,32 @@ def summary(values: list[float]) -> dict:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--peer", choices=list(PEERS), default="Co-Boosting")
     p.add_argument("--epochs", type=int, default=10, help="local epochs (official default 100)")
-    p.add_argument("--clients", type=int, default=10)
+    p.add_argument("--clients", type=int, default=None, help="default: the peer's scripts' (PEERS)")
     p.add_argument("--alpha", type=float, default=0.5)
-    p.add_argument("--partition", default="inner_dirichlet",
-                   help="our partition scheme (inner_dirichlet = Co-Boosting's own FedDyn-style draw)")
+    p.add_argument("--partition", default=None,
+                   help="our partition scheme; default the peer's own: inner_dirichlet (Co-Boosting's FedDyn-style "
+                        "draw), dirichlet (DENSE's NIID-Bench draw)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--init", choices=("own", "shared"), default="shared",
                    help="the official arms' initial model: own = drawn by the official code from its global RNG "
                         "(as released); shared = ours (the one our clients start from; for the 32x32 official "
                         "LeNet-5, our 32x32 draw): a paired comparison, free of the draw's large effect on FedAvg")
-    p.add_argument("--arms", nargs="+", choices=list(ARMS), default=["official", "official_our_inputs"],
+    p.add_argument("--arms", nargs="+", choices=list(ARMS), default=None,
                    help="the official arms to run (ARMS: the code as released, and its loop on other inputs)")
     p.add_argument("--scratch", type=Path, default=Path(os.environ.get("OSFL_PEERS", "/tmp/peers")) / "work")
     p.add_argument("--out", type=Path, default=None,
-                   help="default: benchmarks/peers/records/clients-coboost-<init>-init.json")
+                   help="default: benchmarks/peers/records/clients-<coboost|dense>-<init>-init.json")
     args = p.parse_args(argv)
-    args.out = args.out or REPO / "benchmarks/peers/records" / f"clients-coboost-{args.init}-init.json"
+    peer = PEERS[args.peer]
+    args.clients = args.clients or peer["clients"]
+    args.partition = args.partition or peer["partition"]
+    args.arms = args.arms or peer["arms"]
+    if args.peer == "DENSE" and args.arms != ["official"]:
+        p.error("--arms: DENSE feeds our inputs already; it has the one arm 'official'")
+    args.out = args.out or REPO / "benchmarks/peers/records" / f"clients-{peer['tag']}-{args.init}-init.json"
     data_root = torchvision_root(args.scratch / "torchvision")
     arms: dict[str, list[dict]] = {**{a: [] for a in args.arms}, "ours": []}
     for seed in args.seeds:
@@ -245,17 +356,16 @@ def main(argv=None) -> None:
                                            f"clients {r[-1]['client_acc_mean']:.2f}" for a, r in arms.items())
               + f" ({time.perf_counter() - t:.0f} s)", flush=True)
     record = {
-        "harness": "benchmarks/peers/clients.py", "peer": PEER,
-        "layer": f"clients, FedAvg and ensemble; official arms' initial model: {args.init}", "official": OFFICIAL[PEER].as_dict(),
-        "shims": SHIMS + OFFICIAL[PEER].stub_notes(), "torch": torch.__version__,
+        "harness": "benchmarks/peers/clients.py", "peer": args.peer,
+        "layer": f"clients, FedAvg and ensemble; official arms' initial model: {args.init}", "official": OFFICIAL[args.peer].as_dict(),
+        "shims": (SHIMS if args.peer == "Co-Boosting" else DENSE_SHIMS) + OFFICIAL[args.peer].stub_notes(), "torch": torch.__version__,
         "settings": {"dataset": "fmnist (Debian dataset-fashion-mnist)", "clients": args.clients,
                      "partition": f"{args.partition}, alpha {args.alpha} (our partition stage, seed = run seed)",
                      "local": {"epochs": args.epochs, "batch_size": 128, "lr": 0.01, "momentum": 0.9,
-                               "grad_clip": 10.0, "official_default_epochs": 100},
-                     "model": "LeNet-5", "threads": args.threads, "init": INITS[args.init],
+                               "grad_clip": peer["grad_clip"], "official_default_epochs": 100},
+                     "model": "LeNet-5" if args.peer == "Co-Boosting" else "DENSE's CNNMnist = our cnn2", "threads": args.threads, "init": INITS[args.init] if args.peer == "Co-Boosting" or args.init == "own" else DENSE_SHARED,
                      "test": "all 10,000 test images",
-                     "arms": {a: f"{ARMS[a][0]}x{ARMS[a][0]}, {'normalised (0.5, 0.5)' if ARMS[a][1] else '[0, 1]'}, "
-                                 f"{ARMS[a][2]} LeNet-5" for a in args.arms}},
+                     "arms": {a: arm_text(args.peer, a) for a in args.arms}},
         "seeds": args.seeds,
         "arms": {arm: {key: summary([r[key] for r in rows]) for key in rows[0]} for arm, rows in arms.items()},
     }

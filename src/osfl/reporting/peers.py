@@ -27,6 +27,7 @@ AGREEMENT = {WITHIN: "agree (within spread)", HOLDS: "ours higher", DOES_NOT_HOL
 RERUN = {"equations.json": "python -m benchmarks.peers.equations",
          "clients-coboost-shared-init.json": "python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init shared",
          "clients-coboost-own-init.json": "python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init own",
+         "clients-dense-shared-init.json": "python -m benchmarks.peers.clients --peer DENSE --epochs 10 --seeds 0 1 2",
          "clients-coboost-inputs.json": "python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init shared "
                                         "--arms official_norm28 official_resize32 --out "
                                         "benchmarks/peers/records/clients-coboost-inputs.json"}
