@@ -208,26 +208,31 @@ def coboost_run(partition: dict, seed: int, args, *, arm: str, data_root: Path) 
             global_model.load_state_dict(shared_start(seed, our_model))
         hp = argparse.Namespace(local_bs=128, local_lr=0.01, local_ep=args.epochs)
         test_loader = torch.utils.data.DataLoader(test, batch_size=256, shuffle=False, num_workers=0)
-        weights, accs, t0 = [], [], time.perf_counter()
+        weights, t0 = [], time.perf_counter()
         for k in range(args.clients):
             w, _ = fl.LocalUpdate(hp, train, partition[k], fl.logger).update_weights(copy.deepcopy(global_model), k)
             weights.append(copy.deepcopy(w))
         local_seconds = time.perf_counter() - t0
-        for w in weights:
-            net = make()
-            net.load_state_dict(w)
-            accs.append(utils_fl.class_test(net, test_loader, fl.logger)[0])
-        avg = make()
-        avg.load_state_dict(utils_fl.average_weights(weights))
-        fedavg = utils_fl.class_test(avg, test_loader, fl.logger)[0]
-        members = []
-        for w in weights:
-            net = make()
-            net.load_state_dict(w)
-            members.append(_TakesFeatureFlag(net) if our_model else net)
-        ensemble = utils_fl.class_test(utils_fl.Ensemble(members), test_loader, fl.logger)[0]
-    return {"client_acc_mean": float(np.mean(accs)), "fedavg": float(fedavg), "ensemble": float(ensemble),
+        test_fn = lambda m: utils_fl.class_test(m, test_loader, fl.logger)[0]  # noqa: E731
+        members = [load(make(), w) for w in weights]
+        accs = [test_fn(m) for m in members]
+        fedavg, ensemble = fedavg_and_ensemble(weights, members, make, utils_fl.average_weights, utils_fl.Ensemble,
+                                               test_fn, wrap=_TakesFeatureFlag if our_model else None)
+    return {"client_acc_mean": float(np.mean(accs)), "fedavg": fedavg, "ensemble": ensemble,
             "local_seconds": local_seconds}
+
+
+def load(model: torch.nn.Module, state: dict) -> torch.nn.Module:
+    model.load_state_dict(state)
+    return model
+
+
+def fedavg_and_ensemble(weights, members, make, average_weights, Ensemble, test, wrap=None) -> tuple[float, float]:
+    """The official FedAvg (its ``average_weights`` into a fresh model) and logit ensemble of the clients'
+    ``members``, each tested with the official ``test``; ``wrap`` adapts a member to the official Ensemble's call."""
+    fedavg = test(load(make(), average_weights(weights)))
+    ensemble = test(Ensemble([wrap(m) if wrap else m for m in members]))
+    return float(fedavg), float(ensemble)
 
 
 def dense_run(partition: dict, seed: int, args, *, arm: str, data_root: Path) -> dict:
@@ -271,16 +276,10 @@ def dense_run(partition: dict, seed: int, args, *, arm: str, data_root: Path) ->
             weights.append(copy.deepcopy(w))
             accs.append(float(local[-1]))  # its test accuracy after the last local epoch (the official log)
         local_seconds = time.perf_counter() - t0
-        avg = nets.CNNMnist()
-        avg.load_state_dict(utils.average_weights(weights))
-        fedavg = utils.test(avg, loop.test_loader)[0]
-        members = []
-        for w in weights:
-            net = nets.CNNMnist()
-            net.load_state_dict(w)
-            members.append(net)
-        ensemble = utils.test(loop.Ensemble(members), loop.test_loader)[0]
-    return {"client_acc_mean": float(np.mean(accs)), "fedavg": float(fedavg), "ensemble": float(ensemble),
+        fedavg, ensemble = fedavg_and_ensemble(weights, [load(nets.CNNMnist(), w) for w in weights], nets.CNNMnist,
+                                               utils.average_weights, loop.Ensemble,
+                                               lambda m: utils.test(m, loop.test_loader)[0])
+    return {"client_acc_mean": float(np.mean(accs)), "fedavg": fedavg, "ensemble": ensemble,
             "local_seconds": local_seconds}
 
 
@@ -307,9 +306,11 @@ def shared_start(seed: int, our_model: bool) -> dict:
 
 
 def summary(values: list[float]) -> dict:
-    a = np.asarray(values, dtype=float)
-    return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if len(a) > 1 else None, "n": int(len(a)),
-            "values": [round(float(v), 4) for v in a]}
+    """Mean, sample std (None for one value), n and the values, as the reports compute them (spread.mean_std)."""
+    from osfl.reporting.spread import mean_std
+
+    mean, std, n = mean_std(values)
+    return {"mean": mean, "std": std if n > 1 else None, "n": n, "values": [round(float(v), 4) for v in values]}
 
 
 def main(argv=None) -> None:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import yaml
 
+from .tables import markdown_table
 from .spread import DOES_NOT_HOLD, HOLDS, WITHIN, Side, compare, format_spread
 
 METRICS = {"client_acc_mean": "clients (mean test acc.)", "fedavg": "FedAvg (uniform)",
@@ -33,13 +35,11 @@ RERUN = {"equations.json": "python -m benchmarks.peers.equations",
                                         "benchmarks/peers/records/clients-coboost-inputs.json"}
 
 
-def _md(cell) -> str:
-    return str(cell).replace("|", "\\|").replace("\n", " ")
-
-
 def _table(header: list[str], rows: list[list]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return out + ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    """The project's Markdown table (:func:`osfl.reporting.tables.markdown_table`) of ``rows`` under ``header``, the
+    first column as its index, as lines."""
+    df = pd.DataFrame([[str(c) for c in row] for row in rows], columns=header).set_index(header[0])
+    return markdown_table(df).rstrip("\n").splitlines()
 
 
 def _official(o: dict) -> str:

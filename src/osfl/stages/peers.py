@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from ..reporting.peers import render
+from ..runtime import write_text
 
 
 def main(argv=None) -> None:
@@ -16,10 +17,7 @@ def main(argv=None) -> None:
     p.add_argument("--out", type=Path, default=Path("reports/peers.md"))
     args = p.parse_args(argv)
     text = render(args.records, args.findings)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(args.out)
+    write_text(args.out, text)  # atomic: a failed render leaves the committed report whole
     print(f"peers: {args.out} ({text.count(chr(10))} lines)")
 
 
