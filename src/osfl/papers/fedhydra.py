@@ -851,7 +851,7 @@ def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], 
                "teacher (Fig. 7), saxc = SA logits x c (AMBIG-6), reset-epoch = generator re-initialised every "
                "epoch (AMBIG-5), pool = DENSE-style pool distillation (AMBIG-4), admask = disagreement mask "
                "(AMBIG-9), l1-0 = lambda2 = 0. Device: " + ", ".join(sorted(devices)) + "; server seconds were "
-               "measured with up to six runs sharing the GPU, so they are not a timing comparison.")
+               "measured with several runs sharing the GPU (gpu_slot.sh), so they are not a timing comparison.")
     return write_table(df, out_stem, caption, "tab:fedhydra-paper-profile", precision=2)
 
 
