@@ -69,3 +69,13 @@ def test_committed_report_is_what_the_committed_records_render_to(tmp_path):
     peers_stage.main(["--records", str(ROOT / "benchmarks/peers/records"),
                       "--findings", str(ROOT / "benchmarks/peers/findings.yaml"), "--out", str(out)])
     assert out.read_text() == (ROOT / "reports" / "peers.md").read_text()
+
+
+def test_every_timed_phase_gets_a_column_and_a_ratio(tmp_path):
+    record = run_record([70.0, 72.0, 74.0], [71.0, 73.0, 75.0])
+    for arm, t in (("ours", 4.0), ("official", 12.0)):
+        record["arms"][arm]["server_seconds"] = {"values": [t] * 3, "mean": t}
+    write(tmp_path / "records", "fedx.json", record)
+    text = render(tmp_path / "records", tmp_path / "none.yaml")
+    assert "| local training s | server s |" in text
+    assert "| local training time | ours 2.00× as fast |" in text and "| server time | ours 3.00× as fast |" in text

@@ -71,6 +71,12 @@ def _side(name: str, arm: dict, key: str, seeds: list) -> Side:
     return Side(name, dict(zip(seeds, values)))
 
 
+def _phase(key: str) -> str:
+    """The phase a timing key names: ``local_seconds`` -> ``local training``."""
+    phase = key[: -len("_seconds")]
+    return {"local": "local training", "condense": "condensation"}.get(phase, phase.replace("_", " "))
+
+
 def run_section(name: str, record: dict) -> list[str]:
     arms, seeds = record["arms"], record["seeds"]
     official = record.get("official", {})
@@ -80,10 +86,11 @@ def run_section(name: str, record: dict) -> list[str]:
                  f"{k} {json.dumps(v) if isinstance(v, dict) else v}" for k, v in record.get("settings", {}).items()),
              ""]
     metrics = [m for m in METRICS if any(m in a for a in arms.values())]
+    timers = sorted({k for a in arms.values() for k in a if k.endswith("_seconds")})  # one column per timed phase
     rows = [[arm] + [format_spread(a[m]["values"]) if m in a else "—" for m in metrics]
-            + [format_spread(a["local_seconds"]["values"], 1) if "local_seconds" in a else "—"]
+            + [format_spread(a[t]["values"], 1) if t in a else "—" for t in timers]
             for arm, a in arms.items()]
-    lines += _table(["arm"] + [METRICS[m] for m in metrics] + ["local s"], rows)
+    lines += _table(["arm"] + [METRICS[m] for m in metrics] + [_phase(t) + " s" for t in timers], rows)
     for other in [a for a in arms if a != "ours"] if "ours" in arms else []:
         lines += ["", f"Ours against `{other}` (same seeds; spread = the larger sample std):", ""]
         rows = []
@@ -92,12 +99,13 @@ def run_section(name: str, record: dict) -> list[str]:
                 v = compare(_side("ours", arms["ours"], m, seeds), _side(other, arms[other], m, seeds))
                 rows.append([METRICS[m], AGREEMENT.get(v.verdict, v.label),
                              "; ".join(x for x in (v.evidence, v.reason, v.basis) if x)])
-        t_ours = arms["ours"].get("local_seconds", {}).get("mean")
-        t_off = arms[other].get("local_seconds", {}).get("mean")
-        if t_ours and t_off:
-            rows.append(["local training time", f"ours {t_off / t_ours:.2f}× as fast",
-                         f"{other} {t_off:.1f} s, ours {t_ours:.1f} s (mean over seeds, "
-                         f"{record.get('settings', {}).get('threads', '?')} thread(s), this CPU)"])
+        for t in timers:
+            t_ours = arms["ours"].get(t, {}).get("mean")
+            t_off = arms[other].get(t, {}).get("mean")
+            if t_ours and t_off:
+                rows.append([f"{_phase(t)} time", f"ours {t_off / t_ours:.2f}× as fast",
+                             f"{other} {t_off:.1f} s, ours {t_ours:.1f} s (mean over seeds, "
+                             f"{record.get('settings', {}).get('threads', '?')} thread(s), this CPU)"])
         lines += _table(["metric", "result", "evidence"], rows)
     shims = record.get("shims") or []
     if shims:
