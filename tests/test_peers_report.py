@@ -79,3 +79,13 @@ def test_every_timed_phase_gets_a_column_and_a_ratio(tmp_path):
     text = render(tmp_path / "records", tmp_path / "none.yaml")
     assert "| local training s | server s |" in text
     assert "| local training time | ours 2.00× as fast |" in text and "| server time | ours 3.00× as fast |" in text
+
+
+def test_a_run_records_checks_render_beside_its_runs(tmp_path):
+    record = run_record([70.0, 72.0, 74.0], [71.0, 73.0, 75.0])
+    record["checks"] = [{"method": "OT", "what": "layer-1 map", "ours": "osfl.methods.ot:match_to_anchor",
+                         "official": {"repo": "sidak/otfusion", "commit": "eb73ad6" + "0" * 33, "where": "w.py:f"},
+                         "max_abs_diff": 6e-7, "verdict": "equal"}]
+    write(tmp_path / "records", "ot.json", record)
+    text = render(tmp_path / "records", tmp_path / "none.yaml")
+    assert "| OT | layer-1 map | `sidak/otfusion@eb73ad6` `w.py:f` | `osfl.methods.ot:match_to_anchor` | 6.0e-07 |" in text

@@ -178,6 +178,8 @@ OFFICIAL: dict[str, Official] = {o.folder: o for o in (
              "FedHydra's first author's partial release (a DENSE fork)", (ICDE_HELPERS,)),
     Official("fed_cvae", "ceh-2000/fed_cvae", "444b8c547abdc875ff58a54aeda023b5d2a8dc00",
              "FedCVAE-Ens / FedCVAE-KD (Heinbaugh et al., ICLR 2023)"),
+    Official("otfusion", "sidak/otfusion", "eb73ad63905a8ac0b05e089e6ff8f7cbae803faf",
+             "OT fusion (Singh & Jaggi, NeurIPS 2020)"),
 )}
 
 

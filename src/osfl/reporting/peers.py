@@ -32,7 +32,8 @@ RERUN = {"equations.json": "python -m benchmarks.peers.equations",
          "clients-dense-shared-init.json": "python -m benchmarks.peers.clients --peer DENSE --epochs 10 --seeds 0 1 2",
          "clients-coboost-inputs.json": "python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init shared "
                                         "--arms official_norm28 official_resize32 --out "
-                                        "benchmarks/peers/records/clients-coboost-inputs.json"}
+                                        "benchmarks/peers/records/clients-coboost-inputs.json",
+         "ot.json": "python -m benchmarks.peers.ot --seeds 0 1 2"}
 
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
@@ -46,19 +47,31 @@ def _official(o: dict) -> str:
     return f"`{o.get('repo', '?')}@{str(o.get('commit', '?'))[:7]}`" + (f" `{o['where']}`" if o.get("where") else "")
 
 
+def _rounded(value):
+    return [_rounded(v) for v in value] if isinstance(value, list) else round(value, 2)
+
+
+def _checks_table(checks: list[dict]) -> list[str]:
+    """One row per equation-level check: the official function and ours on the same tensors."""
+    rows = []
+    for c in checks:
+        diff = c.get("max_abs_diff")
+        grad = c.get("grad_max_abs_diff")
+        note = c.get("note", "")
+        if diff is None and c.get("per_seed") is not None:  # a measurement, not a difference: show its values
+            note = "; ".join(x for x in (note, "per seed: " + json.dumps(_rounded(c["per_seed"]))) if x)
+        rows.append([c["method"], c["what"], _official(c["official"]), f"`{c['ours']}`",
+                     "—" if diff is None else f"{diff:.1e}", "—" if grad is None else f"{grad:.1e}",
+                     c.get("verdict", "measured"), note])
+    return _table(["method", "check", "official", "ours", "max |Δ|", "max |Δ grad|", "verdict", "note"], rows)
+
+
 def equations_section(record: dict | None) -> list[str]:
     lines = ["## Equations: the official function and ours on the same tensors", ""]
     if record is None:
         return lines + [f"Not run: `{RERUN['equations.json']}` (with the official checkouts, README of "
                         "benchmarks/peers) writes benchmarks/peers/records/equations.json.", ""]
-    rows = []
-    for c in record["checks"]:
-        diff = c.get("max_abs_diff")
-        grad = c.get("grad_max_abs_diff")
-        rows.append([c["method"], c["what"], _official(c["official"]), f"`{c['ours']}`",
-                     "—" if diff is None else f"{diff:.1e}", "—" if grad is None else f"{grad:.1e}",
-                     c["verdict"], c.get("note", "")])
-    lines += _table(["method", "check", "official", "ours", "max |Δ|", "max |Δ grad|", "verdict", "note"], rows)
+    lines += _checks_table(record["checks"])
     shims = record.get("shims") or {}
     if shims:
         lines += ["", "Shims (our changes around the official code, nothing inside it): " + "; ".join(
@@ -107,6 +120,9 @@ def run_section(name: str, record: dict) -> list[str]:
                              f"{other} {t_off:.1f} s, ours {t_ours:.1f} s (mean over seeds, "
                              f"{record.get('settings', {}).get('threads', '?')} thread(s), this CPU)"])
         lines += _table(["metric", "result", "evidence"], rows)
+    if record.get("checks"):
+        lines += ["", "Checks on the same runs' models (the official function and ours on the same tensors):", ""]
+        lines += _checks_table(record["checks"])
     shims = record.get("shims") or []
     if shims:
         lines += ["", "Shim: " + "; ".join(shims) + "."]
