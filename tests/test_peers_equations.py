@@ -20,7 +20,7 @@ from benchmarks.peers import equations, official  # noqa: E402
 from benchmarks.peers.official import (OFFICIAL, MissingCheckout, NotReached, Stub, cpu_device,  # noqa: E402
                                        import_isolated, run_until, statement_line)
 
-FOLDERS = {"DENSE", "Co-Boosting", "FedMHO", "DatasetCondensation", "ICDE2025-FL-SA", "fed_cvae"}
+FOLDERS = {"DENSE", "Co-Boosting", "FedMHO", "DatasetCondensation", "ICDE2025-FL-SA", "fed_cvae", "otfusion"}
 
 
 def test_registry_is_complete():
