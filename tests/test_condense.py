@@ -158,3 +158,23 @@ def test_condense_stage_writes_one_distilled_upload_per_client(tmp_path, monkeyp
     with pytest.raises(SystemExit) as e:
         condense.main(["--no-progress", "--set", "condense.lr=1.0e+9"])
     assert e.value.code == 2 and "condense.lr: client 0: the matching loss became" in capsys.readouterr().err
+
+
+def test_dsa_crop_cutout_and_resampling_follow_the_dsa_code():
+    """On 28 pixels: crop shifts by whole pixels uniform on -4..4, cutout zeroes a 14 x 14 square (clipped at the
+    borders), scale 1 resamples to the identity with align_corners=False (the DSA code's grid)."""
+    x = torch.ones(1, 1, 28, 28)
+    shifts = set()
+    for k in range(9):
+        u = (k + 0.5) / 9
+        (y,) = apply("crop", [u, 0.5], x)
+        shifts.add(28 - int(y[0, 0, :, 14].sum()))  # rows shifted out are zero-filled
+    assert shifts == {4, 3, 2, 1, 0}  # |shift| over -4..4
+    (y,) = apply("cutout", [0.5, 0.5], x)
+    assert int((y == 0).sum()) == 14 * 14
+    (y,) = apply("cutout", [0.0, 0.0], x)  # centre at the corner: the square clipped to 7 x 7
+    assert int((y == 0).sum()) == 7 * 7
+    img = torch.rand(2, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+    lo = 1.0 / 1.2
+    (y,) = apply("scale", [(1.0 - lo) / (1.2 - lo)] * 2, img)  # draws that give scale 1 in x and y
+    assert torch.allclose(y, img, atol=1e-5)

@@ -8,9 +8,12 @@ transform is differentiable in the images (the synthetic images are what is opti
 The ops and their ranges are the DC/DSA code's ``ParamDiffAug`` defaults (strategy
 ``color_crop_cutout_flip_scale_rotate``, single-op mode): scale x, y ∈ [1/1.2, 1.2]; rotation ±15°; horizontal
 flip with probability 0.5; colour = brightness (+U(−0.5, 0.5)), then saturation (× U(0, 2) around the channel
-mean), then contrast (× U(0.5, 1.5) around the image mean); crop = a translation by up to 1/8 of the side with
-zero fill; cutout = a zeroed square of half the side at a random centre. DM's README drops flip for MNIST and
-SVHN (digits), which ``ops`` allows.
+mean), then contrast (× U(0.5, 1.5) around the image mean); crop = a translation by a whole number of pixels
+drawn uniformly from −s..s, s = round(side/8) (4 on 28 pixels), with zero fill; cutout = a zeroed square of
+round(side/2) pixels (14 on 28) whose top-left corner is its centre minus half its side, clipped at the borders.
+Scale and rotate resample with ``align_corners=False``, as the DSA code (torch's default) does. DM's README drops
+flip for MNIST and SVHN (digits), which ``ops`` allows. The crop range, the cutout size and the resampling grid
+were checked against the official code on the same draws (benchmarks/peers/dm.py; reports/peers.md findings F20-F22).
 """
 from __future__ import annotations
 
@@ -32,9 +35,14 @@ def _affine(xs, theta: torch.Tensor):
     out = []
     for x in xs:
         t = theta.to(x.device, x.dtype).expand(len(x), 2, 3)
-        grid = F.affine_grid(t, list(x.shape), align_corners=True)
-        out.append(F.grid_sample(x, grid, align_corners=True))
+        grid = F.affine_grid(t, list(x.shape), align_corners=False)
+        out.append(F.grid_sample(x, grid, align_corners=False))
     return out
+
+
+def _shift(u: float, s: int) -> int:
+    """A whole number uniform on −s..s from a uniform draw ``u`` in [0, 1)."""
+    return min(int(u * (2 * s + 1)), 2 * s) - s
 
 
 def draw(ops: tuple[str, ...], gen: torch.Generator) -> tuple[str, list[float]]:
@@ -66,7 +74,7 @@ def apply(op: str, u: list[float], *xs: torch.Tensor) -> list[torch.Tensor]:
         out = []
         for x in xs:
             h, w = x.shape[2:]
-            dy, dx = (int(round((v * 2 - 1) * CROP * s)) for v, s in zip(u, (h, w)))
+            dy, dx = (_shift(v, int(CROP * s + 0.5)) for v, s in zip(u, (h, w)))
             p = F.pad(x, (abs(dx), abs(dx), abs(dy), abs(dy)))
             out.append(p[:, :, abs(dy) - dy: abs(dy) - dy + h, abs(dx) - dx: abs(dx) - dx + w])
         return out
@@ -78,7 +86,8 @@ def apply(op: str, u: list[float], *xs: torch.Tensor) -> list[torch.Tensor]:
             cy, cx = int(u[0] * (h + 1 - ch % 2)), int(u[1] * (w + 1 - cw % 2))
             ys = torch.arange(h, device=x.device).view(h, 1)
             xs_ = torch.arange(w, device=x.device).view(1, w)
-            keep = ~(((ys - cy).abs() < ch / 2) & ((xs_ - cx).abs() < cw / 2))
+            y0, x0 = cy - ch // 2, cx - cw // 2  # the square's first row and column (may lie outside)
+            keep = ~((ys >= y0) & (ys < y0 + ch) & (xs_ >= x0) & (xs_ < x0 + cw))
             out.append(x * keep.to(x.dtype))
         return out
     raise ValueError(f"unknown DSA op {op!r}; allowed: {', '.join(DSA_OPS)}")
