@@ -89,3 +89,14 @@ def test_a_run_records_checks_render_beside_its_runs(tmp_path):
     write(tmp_path / "records", "ot.json", record)
     text = render(tmp_path / "records", tmp_path / "none.yaml")
     assert "| OT | layer-1 map | `sidak/otfusion@eb73ad6` `w.py:f` | `osfl.methods.ot:match_to_anchor` | 6.0e-07 |" in text
+
+
+def test_one_summary_row_per_record_against_the_official_code(tmp_path):
+    record = run_record([70.0, 72.0, 74.0], [71.0, 73.0, 75.0])
+    for arm, vals in (("ours", [60.0, 61.0, 62.0]), ("official", [70.0, 71.0, 72.0])):
+        record["arms"][arm]["final"] = {"values": vals, "mean": sum(vals) / 3}
+    record["method"] = "FedX"
+    write(tmp_path / "records", "fedx.json", record)
+    text = render(tmp_path / "records", tmp_path / "none.yaml")
+    row = next(line for line in text.splitlines() if line.startswith("| FedX (fedx) |"))
+    assert "| final acc. | 71.00 ± 1.00 (n=3) | 61.00 ± 1.00 (n=3) | -10.00 | ours lower | 2.00× (local training) |" in row

@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -114,6 +115,25 @@ def torchvision_root(scratch: Path) -> Path:
     return scratch
 
 
+def stage_runner(work: Path, *extra: str) -> Callable[..., None]:
+    """``stage(module, *argv)``: one of our stage scripts run in ``work`` (a scratch folder holding its params file)
+    as ``dvc repro`` would run it: this checkout's src/ on PYTHONPATH, ``extra`` arguments after ``argv``, no
+    progress bars, output hidden."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+
+    def stage(*argv: str) -> None:
+        subprocess.run([sys.executable, "-m", *argv, *extra, "--no-progress"], cwd=work, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+    return stage
+
+
+def write_record(path: Path, record: dict) -> None:
+    """A harness's record as the report reads it (sorted keys, one space of indent)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    print(f"-> {path}")
+
+
 def our_run(work: Path, seed: int, args) -> dict:
     """Our stages in ``work`` (a scratch folder with its own params.yaml), as ``dvc repro`` would run them."""
     work.mkdir(parents=True, exist_ok=True)
@@ -127,12 +147,8 @@ def our_run(work: Path, seed: int, args) -> dict:
         "runtime": {"threads": args.threads}, "server": {"fedavg": {}, "ensemble": {}},
     })
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     exp = ["--experiment", "peer"]
-
-    def stage(*argv):
-        subprocess.run([sys.executable, "-m", *argv, "--no-progress"], cwd=work, env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+    stage = stage_runner(work)
 
     stage("osfl.stages.prepare", "--experiment", "fmnist")
     stage("osfl.stages.partition", *exp)
@@ -370,9 +386,7 @@ def main(argv=None) -> None:
         "seeds": args.seeds,
         "arms": {arm: {key: summary([r[key] for r in rows]) for key in rows[0]} for arm, rows in arms.items()},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    print(f"-> {args.out}")
+    write_record(args.out, record)
 
 
 if __name__ == "__main__":

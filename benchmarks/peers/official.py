@@ -324,6 +324,21 @@ def statement_line(func: Callable, after: str) -> int:
     return _statement_lines(func, after)[0]
 
 
+@contextlib.contextmanager
+def tracing(code: types.CodeType, local: Callable) -> Iterator[None]:
+    """``sys.settrace`` with ``local`` as the tracer of the frames running ``code`` (and no other), for the
+    duration of the block; the previous tracer is restored on exit."""
+    def glob(frame, event, arg):
+        return local if frame.f_code is code else None
+
+    old = sys.gettrace()
+    sys.settrace(glob)
+    try:
+        yield
+    finally:
+        sys.settrace(old)
+
+
 def run_until(func: Callable, after: str, *args, occurrence: int = 1, **kwargs) -> dict:
     """Call ``func(*args, **kwargs)`` and stop it right after the ``occurrence``-th execution of its statement
     containing the source text ``after``; return a copy of its local variables at that point.
@@ -352,17 +367,11 @@ def run_until(func: Callable, after: str, *args, occurrence: int = 1, **kwargs) 
                     raise _Stop
         return local
 
-    def glob(frame, event, arg):
-        return local if frame.f_code is code else None
-
-    old = sys.gettrace()
-    sys.settrace(glob)
-    try:
-        func(*args, **kwargs)
-    except _Stop:
-        pass
-    finally:
-        sys.settrace(old)
+    with tracing(code, local):
+        try:
+            func(*args, **kwargs)
+        except _Stop:
+            pass
     if state["locals"] is None:
         raise NotReached(f"{target.__qualname__} returned before executing {after!r} {occurrence} time(s)")
     return state["locals"]

@@ -51,7 +51,6 @@ import io
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import warnings
@@ -63,8 +62,8 @@ import torch
 import torch.nn as nn
 import yaml
 
-from .clients import FMNIST_DEBIAN, REPO, summary
-from .official import OFFICIAL, official_modules, peers_root, statement_line
+from .clients import FMNIST_DEBIAN, REPO, stage_runner, summary, write_record
+from .official import OFFICIAL, official_modules, peers_root, statement_line, tracing
 
 PEER = "otfusion"
 ARCH = "lenet5"
@@ -155,15 +154,8 @@ def traced(func, after: str, name: str, *args, **kwargs):
             seen.append(frame.f_locals[name].detach().clone())
         return local
 
-    def glob(frame, event, arg):
-        return local if frame.f_code is code else None
-
-    old = sys.gettrace()
-    sys.settrace(glob)
-    try:
+    with tracing(code, local):
         out = func(*args, **kwargs)
-    finally:
-        sys.settrace(old)
     return out, seen
 
 
@@ -181,12 +173,8 @@ def our_run(work: Path, seed: int, args) -> dict:
         "server": {"fedavg": {"weighting": args.weighting}, "ot": {"weighting": args.weighting, "anchor": "largest"}},
     })
     (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
     exp = ["--experiment", "peer"]
-
-    def stage(*argv):
-        subprocess.run([sys.executable, "-m", *argv, "--no-progress"], cwd=work, env=env, check=True,
-                       stdout=subprocess.DEVNULL)
+    stage = stage_runner(work)
 
     stage("osfl.stages.prepare", "--experiment", "fmnist")
     stage("osfl.stages.partition", *exp)
@@ -457,7 +445,7 @@ def main(argv=None) -> None:
     rename = (lambda k: fedavg_key if k == "fedavg" else k)  # noqa: E731
     off = OFFICIAL[PEER]
     record = {
-        "harness": "benchmarks/peers/ot.py", "peer": PEER,
+        "method": "OT fusion", "harness": "benchmarks/peers/ot.py", "peer": PEER,
         "layer": f"one-shot OT fusion of the same trained clients ({args.init} client initialisation)",
         "official": off.as_dict(), "shims": SHIMS + off.stub_notes(), "torch": torch.__version__,
         "settings": {
@@ -477,9 +465,7 @@ def main(argv=None) -> None:
         "arms": {arm: {rename(key): summary([r[key] for r in rows]) for key in rows[0]} for arm, rows in arms.items()},
         "checks": check_records(checks, [r["final"] for r in arms["ours"]]) if checks else [],
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    print(f"-> {args.out}")
+    write_record(args.out, record)
 
 
 if __name__ == "__main__":

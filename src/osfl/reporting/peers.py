@@ -33,7 +33,11 @@ RERUN = {"equations.json": "python -m benchmarks.peers.equations",
          "clients-coboost-inputs.json": "python -m benchmarks.peers.clients --epochs 10 --seeds 0 1 2 --init shared "
                                         "--arms official_norm28 official_resize32 --out "
                                         "benchmarks/peers/records/clients-coboost-inputs.json",
-         "ot.json": "python -m benchmarks.peers.ot --seeds 0 1 2"}
+         "ot.json": "python -m benchmarks.peers.ot --seeds 0 1 2",
+         "fedcvae.json": "python -m benchmarks.peers.fedcvae --seeds 0 1 2",
+         "fedmho-md.json": "python -m benchmarks.peers.fedmho_server --seeds 0 1 2",
+         "feddf.json": "python -m benchmarks.peers.fedmho_server --seeds 0 1 2",
+         "dm.json": "python -m benchmarks.peers.dm --seeds 0 1 2"}
 
 
 def _table(header: list[str], rows: list[list]) -> list[str]:
@@ -130,6 +134,37 @@ def run_section(name: str, record: dict) -> list[str]:
     return lines + ([f"", f"Re-run: `{rerun}`."] if rerun else []) + [""]
 
 
+HEADLINE = ("final", "ensemble", "client_acc_mean")  # a record's headline metric: the first that both sides have
+
+
+def summary_section(records: dict[str, dict]) -> list[str]:
+    """One row per record: ours against the official code as released (the arm ``official``) on the record's
+    headline metric, the difference and the spread verdict, and the first timed phase's ratio."""
+    rows = []
+    for name, record in records.items():
+        arms = record["arms"]
+        if "ours" not in arms or "official" not in arms:
+            continue
+        ours, off = arms["ours"], arms["official"]
+        metric = next((m for m in HEADLINE if m in ours and m in off), None)
+        if metric is None:
+            continue
+        v = compare(_side("ours", ours, metric, record["seeds"]), _side("official", off, metric, record["seeds"]))
+        timer = next((t for t in sorted(ours) if t.endswith("_seconds") and t in off), None)
+        ratio = (f"{off[timer]['mean'] / ours[timer]['mean']:.2f}× ({_phase(timer)})"
+                 if timer and ours[timer].get("mean") else "—")
+        rows.append([f"{record.get('method', record.get('peer', name))} ({name})", METRICS[metric],
+                     format_spread(off[metric]["values"]), format_spread(ours[metric]["values"]),
+                     f"{v.difference:+.2f}" if v.difference is not None else "—",
+                     AGREEMENT.get(v.verdict, v.label), ratio, _official(record.get("official", {}))])
+    if not rows:
+        return []
+    return (["Ours against the official code as released, one row per record (details and the other arms below; "
+             "time ratio = official seconds / ours):", ""]
+            + _table(["record", "metric", "official", "ours", "difference", "result", "ours as fast as official",
+                      "official code"], rows) + [""])
+
+
 def findings_section(findings: list[dict] | None) -> list[str]:
     lines = ["## Differences found and what was done", ""]
     if not findings:
@@ -154,7 +189,9 @@ def render(records: Path, findings: Path) -> str:
     out += ["## Runs: the same partition, models and steps", ""]
     if not runs:
         out += ["Not run: " + "; ".join(f"`{cmd}`" for n, cmd in RERUN.items() if n != "equations.json") + ".", ""]
-    for path in runs:
-        out += run_section(path.stem, json.loads(path.read_text()))
+    records = {path.stem: json.loads(path.read_text()) for path in runs}
+    out += summary_section(records)
+    for name, record in records.items():
+        out += run_section(name, record)
     out += findings_section(yaml.safe_load(findings.read_text()) if findings.exists() else None)
     return "\n".join(out).rstrip("\n") + "\n"
