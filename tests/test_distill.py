@@ -189,6 +189,19 @@ def test_batched_ensemble_matches_loop_and_passes_input_gradients(name, shape):
     assert all(p.grad is None for m in models for p in m.parameters())  # teachers get no gradients
 
 
+def test_batched_ensemble_runs_under_bf16_autocast_like_the_loop():
+    """Autocast does not reach through vmap: the batched path casts weights and input as autocast would, so a
+    bf16 server (runtime.precision: bf16) runs and agrees with the looped path to bf16 precision."""
+    models = _clients("cnn2", (3, 32, 32))
+    x = torch.rand(8, 3, 32, 32)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        zb, bnb = BatchedEnsemble(models).forward_with_bn(x)
+        zl, bnl = BatchedEnsemble(models, batched=False).forward_with_bn(x)
+    assert zb.dtype == torch.bfloat16
+    assert torch.allclose(zb.float(), zl.float(), atol=0.1, rtol=0.05)
+    assert torch.allclose(bnb.float(), bnl.float(), rtol=0.05)
+
+
 def test_batched_ensemble_weights_combine():
     models = _clients("lenet5", (1, 28, 28))
     x = torch.rand(6, 1, 28, 28)

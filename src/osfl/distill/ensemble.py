@@ -73,7 +73,13 @@ class _Group:
             bn = torch.stack(vals).sum() if vals else out.new_zeros(())
             return out, bn
 
-        return vmap(one, in_dims=(0, 0, None), chunk_size=self.chunk_size)(self.params, self.buffers, x)
+        params, buffers = self.params, self.buffers
+        if torch.is_autocast_enabled(x.device.type):  # autocast does not reach through vmap: cast as it would
+            dtype = torch.get_autocast_dtype(x.device.type)
+            params, buffers = ({k: v.to(dtype) if v.is_floating_point() else v for k, v in d.items()}
+                               for d in (params, buffers))
+            x = x.to(dtype)
+        return vmap(one, in_dims=(0, 0, None), chunk_size=self.chunk_size)(params, buffers, x)
 
 
 class BatchedEnsemble:
