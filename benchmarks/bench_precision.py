@@ -17,21 +17,17 @@ import time
 from pathlib import Path
 
 import torch
-import yaml
 
-from benchmarks.peers.clients import FMNIST_DEBIAN, REPO, stage_runner, summary, write_record
+from benchmarks.peers.clients import (FMNIST_DEBIAN, REPO, our_workspace, stage_runner, summary,
+                                      write_record)
 
 
 def train_clients(work: Path, args) -> dict:
     """The partition and the clients, trained in fp32 and again in bf16 on it (seed ``--clients-seed``); kept in
     ``work`` and reused by a later call (a precision whose runtime record exists is not trained again)."""
-    work.mkdir(parents=True, exist_ok=True)
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params.update({"profile": args.profile, "seed": args.clients_seed, "dataset": "fmnist", "clients": args.clients,
-                   "data": {"mirror": str(FMNIST_DEBIAN)}, "methods": args.methods,
-                   "runtime": {"threads": args.threads, "precision": "fp32"}})
-    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    stage = stage_runner(work)
+    stage = our_workspace(work, {"profile": args.profile, "seed": args.clients_seed, "dataset": "fmnist",
+                                 "clients": args.clients, "data": {"mirror": str(FMNIST_DEBIAN)},
+                                 "methods": args.methods, "runtime": {"threads": args.threads, "precision": "fp32"}})
     if not (work / "data" / "partitions" / "fp32" / "partition.json").exists():
         stage("osfl.stages.prepare", "--experiment", "fmnist")
         stage("osfl.stages.partition", "--experiment", "fp32")

@@ -134,11 +134,29 @@ def write_record(path: Path, record: dict) -> None:
     print(f"-> {path}")
 
 
+def our_workspace(work: Path, overrides: dict) -> Callable[..., None]:
+    """``work`` made a scratch project: the root params.yaml (every key a stage reads) with ``overrides`` on top,
+    written to ``work/params.yaml``; returns the :func:`stage_runner` for it."""
+    work.mkdir(parents=True, exist_ok=True)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params.update(overrides)
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return stage_runner(work)
+
+
+def our_clients(work: Path, overrides: dict) -> Callable[..., None]:
+    """:func:`our_workspace`, then our prepare, partition and train_clients stages for the experiment ``peer``;
+    returns the stage runner for the server stages that follow."""
+    stage = our_workspace(work, overrides)
+    stage("osfl.stages.prepare", "--experiment", "fmnist")
+    stage("osfl.stages.partition", "--experiment", "peer")
+    stage("osfl.stages.train_clients", "--experiment", "peer")
+    return stage
+
+
 def our_run(work: Path, seed: int, args) -> dict:
     """Our stages in ``work`` (a scratch folder with its own params.yaml), as ``dvc repro`` would run them."""
-    work.mkdir(parents=True, exist_ok=True)
-    params = yaml.safe_load((REPO / "params.yaml").read_text())  # every key a stage reads, then ours
-    params.update({
+    stage = our_clients(work, {
         "profile": "paper", "seed": seed, "dataset": "fmnist", "partition": args.partition, "alpha": args.alpha,
         "clients": args.clients, "model": PEERS[args.peer]["model"], "methods": ["fedavg", "ensemble"],
         "data": {"mirror": str(FMNIST_DEBIAN)},
@@ -146,13 +164,7 @@ def our_run(work: Path, seed: int, args) -> dict:
                   "grad_clip": PEERS[args.peer]["grad_clip"], "augment": "none"},
         "runtime": {"threads": args.threads}, "server": {"fedavg": {}, "ensemble": {}},
     })
-    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     exp = ["--experiment", "peer"]
-    stage = stage_runner(work)
-
-    stage("osfl.stages.prepare", "--experiment", "fmnist")
-    stage("osfl.stages.partition", *exp)
-    stage("osfl.stages.train_clients", *exp)
     out = {}
     for method, tag, sets in (("fedavg", "", []), ("fedavg", "uniform", ["--set", "server.fedavg.weighting=uniform"]),
                               ("ensemble", "", [])):

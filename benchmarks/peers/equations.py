@@ -313,22 +313,26 @@ def check_kldiv(h: Harness) -> None:
                   note=("official reduction='none' is element-wise (B, C); the harness sums it over classes as the "
                         "official adversarial line does; ours returns the per-sample sums (B,)"
                         if reduction == "none" else ""))
-        T = 20.0  # the README's KD temperature
-        so, to, sr, tr = leaf(s), leaf(t), leaf(s), leaf(t)
-        off, our = u.KLDiv(T=T)(so, to), kl_div_t(sr, tr, T)
-        h.add(id="dense-KLDiv-kd", method="DENSE", what="KLDiv(T) module, the KD criterion of kd_train (batchmean)",
-              peer="DENSE", where="helpers/utils.py:KLDiv.forward", ours="osfl.distill.losses:kl_div_t",
-              inputs=f"logits {B}x{CLASSES}, T=20 (README); gradients w.r.t. both logits",
-              values=[(off, our)], grads=list(zip(grads(off, [so, to]), grads(our, [sr, tr]))))
+        kl_module_check(h, u.KLDiv, 20.0, s, t, id="dense-KLDiv-kd", method="DENSE",
+                        what="KLDiv(T) module, the KD criterion of kd_train (batchmean)",
+                        where="helpers/utils.py:KLDiv.forward", t_note="T=20 (README)")
     with official_modules("Co-Boosting", "datafree.criterions", root=h.root) as (crit,):
         h.shim("Co-Boosting")
-        T = 4.0  # kd_T
-        so, to, sr, tr = leaf(s), leaf(t), leaf(s), leaf(t)
-        off, our = crit.KLDiv(T=T)(so, to), kl_div_t(sr, tr, T)
-        h.add(id="coboost-KLDiv-kd", method="Co-Boosting", what="KLDiv(T=kd_T) module, the KD criterion (batchmean)",
-              peer="Co-Boosting", where="datafree/criterions.py:KLDiv.forward", ours="osfl.distill.losses:kl_div_t",
-              inputs=f"logits {B}x{CLASSES}, T=4 (kd_T default); gradients w.r.t. both logits",
-              values=[(off, our)], grads=list(zip(grads(off, [so, to]), grads(our, [sr, tr]))))
+        kl_module_check(h, crit.KLDiv, 4.0, s, t, id="coboost-KLDiv-kd", method="Co-Boosting",
+                        what="KLDiv(T=kd_T) module, the KD criterion (batchmean)",
+                        where="datafree/criterions.py:KLDiv.forward", t_note="T=4 (kd_T default)")
+
+
+def kl_module_check(h: Harness, KLDiv, T: float, s, t, *, id: str, method: str, what: str, where: str,
+                    t_note: str) -> None:
+    """An official KLDiv(T) criterion module against our kl_div_t on the same logits, values and gradients."""
+    from osfl.distill.losses import kl_div_t
+
+    so, to, sr, tr = leaf(s), leaf(t), leaf(s), leaf(t)
+    off, our = KLDiv(T=T)(so, to), kl_div_t(sr, tr, T)
+    h.add(id=id, method=method, what=what, peer=method, where=where, ours="osfl.distill.losses:kl_div_t",
+          inputs=f"logits {B}x{CLASSES}, {t_note}; gradients w.r.t. both logits",
+          values=[(off, our)], grads=list(zip(grads(off, [so, to]), grads(our, [sr, tr]))))
 
 
 def check_dense_synthesis(h: Harness, models, student, x) -> None:

@@ -60,9 +60,8 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn as nn
-import yaml
 
-from .clients import FMNIST_DEBIAN, REPO, stage_runner, summary, write_record
+from .clients import FMNIST_DEBIAN, REPO, our_clients, summary, write_record
 from .official import OFFICIAL, official_modules, peers_root, statement_line, tracing
 
 PEER = "otfusion"
@@ -162,9 +161,7 @@ def traced(func, after: str, name: str, *args, **kwargs):
 # ---------------------------------------------------------------------------------------------------- ours
 def our_run(work: Path, seed: int, args) -> dict:
     """Our stages in ``work`` (a scratch folder with its own params.yaml), as ``dvc repro`` would run them."""
-    work.mkdir(parents=True, exist_ok=True)
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params.update({
+    stage = our_clients(work, {
         "profile": "paper", "seed": seed, "dataset": "fmnist", "partition": "dirichlet", "alpha": args.alpha,
         "clients": args.clients, "model": ARCH, "methods": ["fedavg", "ot"], "data": {"mirror": str(FMNIST_DEBIAN)},
         "local": {"epochs": args.epochs, "batch_size": 128, "lr": 0.01, "momentum": 0.9, "augment": "none",
@@ -172,13 +169,7 @@ def our_run(work: Path, seed: int, args) -> dict:
         "runtime": {"threads": args.threads},
         "server": {"fedavg": {"weighting": args.weighting}, "ot": {"weighting": args.weighting, "anchor": "largest"}},
     })
-    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     exp = ["--experiment", "peer"]
-    stage = stage_runner(work)
-
-    stage("osfl.stages.prepare", "--experiment", "fmnist")
-    stage("osfl.stages.partition", *exp)
-    stage("osfl.stages.train_clients", *exp)
     out = {}
     for method in ("ot", "fedavg"):
         stage("osfl.stages.server", *exp, "--method", method)
