@@ -45,7 +45,7 @@ def test_client_models_give_each_client_its_architecture():
     ({"alpha": -0.5}, r"^alpha: "),
     ({"clients": 0}, r"^clients: "),
     ({"clients": 100000}, r"^clients: "),
-    ({"profile": "huge"}, r"^profile: unknown profile 'huge'; allowed: paper, quick, demo, smoke"),
+    ({"profile": "huge"}, r"^profile: unknown profile 'huge'; allowed: paper, quick, demo, cpu, smoke"),
     ({"local__epochs": -1}, r"^local.epochs: must be >= 0, got -1"),
     ({"local__lr": 0}, r"^local.lr: must be > 0"),
     ({"local__batch_size": 0}, r"^local.batch_size: must be >= 1"),

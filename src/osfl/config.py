@@ -210,7 +210,8 @@ def client_architectures(value: Any, clients: int, model: str, shape) -> list[st
 #: (:data:`osfl.papers.PIPELINE_KEYS`). Nested keys are checked by what reads them (local, runtime, server, data).
 MAIN_KEYS = ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client", "assignment", "clients",
              "model", "client_models", "methods", "data", "local", "server", "runtime",
-             "rounds", "localcurve")  # read by the multi-round and local-curve stages (checked there)
+             "rounds", "localcurve",
+             "cpu")  # the cpu profile's reductions and the regime guards (osfl.cpu_profile checks them)  # read by the multi-round and local-curve stages (checked there)
 DATA_KEYS = ("mirror",)
 FARM_KEYS = ("resources",)  # read by `python -m osfl.farm` alone (osfl.farm.plan.stage_resources checks the values)
 

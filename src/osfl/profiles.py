@@ -43,6 +43,9 @@ PROFILES: dict[str, Profile] = {
     "demo": Profile("demo", 0.1, 0.5, 0.25, 0.5, None, None, False,
                     "quick with half the steps per server epoch (generator, model-stratification and KD steps): "
                     "the main experiment's default, under 5 minutes on a 2-core CPU"),
+    "cpu": Profile("cpu", 1.0, 1.0, 1.0, 1.0, None, None, False,
+                   "the paper's settings with the reductions its params file names under `cpu` (each with its reason), "
+                   "checked by that block's regime guards: a paper's grid, one seed, in one sitting on a 2-core CPU"),
     "smoke": Profile("smoke", 0.01, 0.1, 0.0625, 0.25, 1000, 500, True,
                      "epochs x0.01, steps per server epoch x0.1, synthetic batches x0.0625, generator width x0.25, "
                      "<=1000 train / 500 test samples, stand-in data allowed: seconds per stage (the tests)"),

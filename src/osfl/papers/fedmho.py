@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import cpu_profile
 from ..cost.flops import format_count
 from ..live import read_curve
 from ..reporting.figures import curve_panels, grouped_bar_panels, image_rows
@@ -550,9 +551,9 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     flops_file = Path(results_root) / "flops.json"
     runs = read_runs(Path(results_root), params)
     first_ds = (params.get("datasets") or ["fmnist"])[0]
-    where = (f"split {(params.get('splits') or ['dir0.5'])[0]}; profile {params.get('profile')}; seeds "
-             f"{params.get('seeds')}.")
-    seeds_note = f"Profile {params.get('profile')}; seeds {params.get('seeds')}."
+    where = (f"split {(params.get('splits') or ['dir0.5'])[0]}; seeds {params.get('seeds')}. "
+             f"{cpu_profile.describe(params)}")
+    seeds_note = f"Seeds {params.get('seeds')}. {cpu_profile.describe(params)}"
 
     def put(art, cells, done: int, note: str, state: str, metric: dict) -> None:
         """A table built from runs (``done`` > 0) beside the paper's, or its "no run yet" state."""

@@ -16,6 +16,7 @@ from typing import Callable
 
 import pandas as pd
 
+from ..cpu_profile import passed
 from .spread import HOLDS, VERDICT_RULE, Verdict, count_verdicts, format_spread, mean_std
 from .tables import MARKDOWN_NA
 
@@ -59,8 +60,10 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
     """Rows of the runs' datasets and splits: ``ours mean ± std (n) / paper ± std (Δ mean)``, and the cells' numbers.
 
     An entry (a column or variant: ``id``, ``paper`` = the paper's column) lands in the paper's row whose leading
-    fields are ``prefix(dataset, entry)`` (the dataset, λ₁/λ₂ or ρ) and whose last field is the split's α."""
-    rows, numbers = {}, {}
+    fields are ``prefix(dataset, entry)`` (the dataset, λ₁/λ₂ or ρ) and whose last field is the split's α. A run
+    whose regime guards failed (:func:`osfl.cpu_profile.passed`) is left out of the cell's numbers, and the cell says
+    so: it feeds no verdict."""
+    rows, numbers, failed = {}, {}, {}
     for (ds, split), by_id in runs.items():
         alpha = split.removeprefix("dir")
         for entry in entries:
@@ -71,6 +74,13 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
             row = rows.setdefault(key, {c: None for c in paper.columns})
             pcol = entry.get("paper")
             if pcol not in paper.columns or not recs:
+                continue
+            bad = [r for r in recs if not passed(r)]
+            if bad:
+                failed[(key, pcol)] = " [failed its regime guard: " + ", ".join(
+                    f"s{r['seed']} {r['acc_final']:.2f}" for r in bad) + "]"
+            recs = [r for r in recs if passed(r)]
+            if not recs:
                 continue
             vals = [r["acc_final"] for r in recs]
             p = paper.loc[label, pcol] if label is not None else float("nan")
@@ -85,7 +95,7 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
         for pcol, vals in row.items():
             known = key in paper.index
             cells[key][pcol] = vs_paper(vals or [], paper.loc[key, pcol] if known else float("nan"),
-                                        paper_std.loc[key, pcol] if known else float("nan"))
+                                        paper_std.loc[key, pcol] if known else float("nan")) + failed.get((key, pcol), "")
     df = pd.DataFrame.from_dict(cells, orient="index", columns=list(paper.columns), dtype=object)
     df.index.name = paper.index.name
     return df, numbers

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from .. import IMPORTED_AT
+from .. import IMPORTED_AT, cpu_profile
 from ..config import Profile, load_params, validate_main
 from ..errors import ConfigError
 
@@ -224,6 +224,7 @@ def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
     if "per_dataset" in params:
         params = apply_overrides(merge_per_dataset(params), overrides)
     params = resolve_per_dataset(params)
+    params = cpu_profile.apply(params, overrides)  # profile cpu: the paper's named reductions, then --set again
     cfg = validate_main(params, params_file=args.params)
     from ..runtime import apply_execution
 

@@ -10,6 +10,7 @@ from ..clients.upload import read_uploads
 from ..evaluation import accuracy, uploads_ensemble, voting_predictor
 from ..models import build_model
 from ..live import read_curve, read_summary
+from ..cpu_profile import server_guard, warn_failed
 from ..runtime import derive_seed, load_state_dict, read_json, write_json
 from .common import load_data, load_config, parser, require_input, run_name, run_stage, test_tensors
 from .records import runtime_record
@@ -41,7 +42,7 @@ def load_predictor(global_dir: Path, device: torch.device):
 
 
 def _run(args) -> None:
-    _, cfg, paths = load_config(args)
+    params, cfg, paths = load_config(args)
     device = cfg["device"]
     data = load_data(paths, cfg)
     x_test, y_test = test_tensors(data, cfg["profile"], derive_seed(cfg["seed"], "test-subset"), device)
@@ -65,6 +66,10 @@ def _run(args) -> None:
               "choices": man["choices"], "server_seconds": timing["seconds"],
               "runtime": timing["runtime"],  # where the server ran: device, CPU model, threads, torch, switches
               "extras": man.get("extras") or {}}
+    guards = server_guard(params, live["best"], man["num_classes"])
+    if guards:  # the regime guard: a server whose best accuracy stays near chance feeds no verdict
+        record["guards"] = guards
+        warn_failed(name, guards)
     if "flops" in man:  # the server stage's --count-flops
         record["server_flops"] = man["flops"]  # besides the model (FedHydra: MS weights, synthetic images)
     write_json(paths.results / "runs" / f"{name}.json", record)

@@ -26,6 +26,7 @@ from ..clients.cohort import initial_states
 from ..clustering import Clustering
 from ..clients.upload import read_uploads
 from ..config import scaled_epochs
+from ..cpu_profile import server_guard, warn_failed
 from ..evaluation import accuracy
 from ..models import build_model
 from ..protocols.hybrid import (METHODS, HybridSettings, central_group, client_groups, client_participants,
@@ -79,7 +80,11 @@ def _run(args) -> None:
                      batched=cfg["runtime"].batched(device),
                      progress=not args.no_progress, desc=f"{args.method} rounds")
     curve = res.curve
+    guards = server_guard(params, max((p["test_acc"] for p in curve), default=0.0), spec.num_classes)
+    if guards:  # the regime guard: a run whose curve never leaves chance feeds no verdict
+        warn_failed(args.method, guards)
     write_json(paths.results / "rounds" / f"{args.method}.json", {
+        **({"guards": guards} if guards else {}),
         "method": args.method, "settings": h.as_dict(), "rounds": rounds, "rounds_run": len(curve),
         "local": vars(local), "profile": profile.name, "groups": [[p.n for p in g] for g in groups], **extra,
         "curve": curve, "acc_final": curve[-1]["test_acc"] if curve else None, "resumed_from": res.resumed_from,

@@ -12,6 +12,7 @@ from ..clients.cohort import build_cohort, initial_states, local_hparams, train_
 from ..clients.dp import dp_record
 from ..config import scaled_epochs
 from ..cost.counter import spent
+from ..cpu_profile import client_guard, warn_failed
 from ..evaluation import accuracy
 from ..partition import load_partition
 from ..runtime import derive_seed, write_json
@@ -27,7 +28,7 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    _, cfg, paths = load_config(args)
+    params, cfg, paths = load_config(args)
     spec, profile, seed, local = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["local"]
     data = load_data(paths, cfg)
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))
@@ -72,8 +73,12 @@ def _run(args) -> None:
     # DP-SGD clients (SPEC §2.8 [P]): σ, τ, δ and each client's ε (opacus' RDP accountant); no entry without DP
     dp = {} if not local.dp else {"dp": dp_record(local, [r.steps for r in results],
                                                   [len(idx) for idx in part.client_indices])}
+    guards = client_guard(params, [s["local_test_acc"] for s in summary])
+    if guards:  # the regime guard (a params file's cpu.guards): clients at chance feed their servers nothing
+        warn_failed("clients", guards)
     write_json(paths.results / "clients.json", {
         **flops,
+        **({"guards": guards} if guards else {}),
         **dp,
         "local_acc_mean": float(np.mean([s["local_test_acc"] for s in summary])),
         "local_acc_min": float(np.min([s["local_test_acc"] for s in summary])),

@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
+from ..cpu_profile import client_guard, warn_failed
 from ..config import CVAETraining, LocalTraining, scaled_epochs
 from ..errors import ConfigError, unknown_key
 from ..generative.cvae import train_cvae
@@ -169,6 +170,10 @@ def _run(args) -> None:
     record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "per_client": summary}
     if not generative:
         record["local_acc_mean"] = float(np.mean([s["local_test_acc"] for s in summary]))
+        guards = client_guard(params, [s["local_test_acc"] for s in summary])
+        if guards:  # the regime guard: clients at chance would feed every server of this part nothing
+            record["guards"] = guards
+            warn_failed(f"part {args.part}", guards)
     write_json(paths.results / f"clients-{args.part}.json", record)
     print(f"part {args.part}: {len(ids)} {', '.join(dict.fromkeys(archs))} clients x {epochs} epochs in "
           f"{seconds:.1f} s")

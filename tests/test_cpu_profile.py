@@ -1,0 +1,99 @@
+"""The `cpu` profile: a paper's named reductions applied under it alone, and the regime guards recorded."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from osfl import cpu_profile
+from osfl.errors import ConfigError
+from osfl.models import build_model
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BLOCK = {
+    "budget": "one sitting",
+    "models": [{"from": "vgg9", "to": "vgg9_cpu", "reason": "slow"}],
+    "set": [{"set": "local.epochs=20", "reason": "fewer epochs"}],
+    "guards": {"client_acc_mean_min": 25.0, "server_gain_min": 5.0},
+}
+
+
+def params(profile="cpu", **extra):
+    return {"profile": profile, "model": "vgg9", "local": {"epochs": 200, "lr": 0.005},
+            "parts": [{"name": "a", "model": "vgg9"}, {"name": "b", "model": {"fmnist": "vgg9", "svhn": "cnn"}}],
+            "flops": {"rows": {"VGG-9": "vgg9"}}, "cpu": BLOCK, **extra}
+
+
+def test_cpu_applies_the_named_reductions_and_the_command_line_wins():
+    out = cpu_profile.apply(params(), ["local.lr=0.1"])
+    assert out["model"] == "vgg9_cpu"
+    assert out["parts"][0]["model"] == "vgg9_cpu" and out["parts"][1]["model"] == {"fmnist": "vgg9_cpu", "svhn": "cnn"}
+    assert out["flops"]["rows"]["VGG-9"] == "vgg9"  # Table II counts the paper's models: not under a `model` key
+    assert out["local"] == {"epochs": 20, "lr": 0.1}
+    assert cpu_profile.apply(params(), ["local.epochs=7"])["local"]["epochs"] == 7
+
+
+@pytest.mark.parametrize("profile", ["paper", "quick", "smoke"])
+def test_other_profiles_leave_the_paper_settings(profile):
+    p = params(profile)
+    assert cpu_profile.apply(p, []) == p
+
+
+def test_cpu_without_a_block_fails_naming_the_profile():
+    p = params()
+    del p["cpu"]
+    with pytest.raises(ConfigError, match="profile"):
+        cpu_profile.apply(p, [])
+
+
+@pytest.mark.parametrize("block, key", [
+    ({"set": [{"set": "local.epochs=20"}]}, r"cpu\.set\[0\]"),
+    ({"set": [{"set": "local.epochs=20", "reason": " "}]}, r"cpu\.set\[0\]\.reason"),
+    ({"set": [{"set": "local.epochs", "reason": "x"}]}, r"cpu\.set\[0\]\.set"),
+    ({"models": [{"from": "vgg9", "reason": "x"}]}, r"cpu\.models\[0\]"),
+    ({"guards": {"client_acc": 3}}, r"cpu\.guards\.client_acc"),
+    ({"guards": {"server_gain_min": 300}}, r"cpu\.guards\.server_gain_min"),
+    ({"budgett": "x"}, r"cpu\.budgett"),
+])
+def test_a_bad_block_fails_early_naming_the_key(block, key):
+    with pytest.raises(ConfigError, match=key):
+        cpu_profile.validate(block)
+
+
+def test_guards_pass_and_fail_on_their_floors():
+    p = params("quick")  # guards hold under every profile
+    ok = cpu_profile.client_guard(p, [30.0, 22.0])  # mean 26
+    low = cpu_profile.client_guard(p, [20.0, 22.0])
+    assert ok["client_acc_mean_min"]["passed"] and not low["client_acc_mean_min"]["passed"]
+    assert cpu_profile.server_guard(p, 15.0, 10)["server_gain_min"]["passed"]
+    bad = cpu_profile.server_guard(p, 14.9, 10)
+    assert not bad["server_gain_min"]["passed"] and bad["server_gain_min"]["floor"] == 15.0
+    assert cpu_profile.passed({"guards": ok}) and not cpu_profile.passed({"guards": {**ok, **bad}})
+    assert cpu_profile.passed({}) and cpu_profile.client_guard({}, [50.0]) is None
+
+
+def test_describe_names_every_reduction_with_its_reason():
+    text = cpu_profile.describe(params())
+    assert "vgg9 → vgg9_cpu (slow)" in text and "local.epochs=20 (fewer epochs)" in text
+    assert "chance + 5" in text and "one sitting" in text
+    assert "reductions" not in cpu_profile.describe(params("paper"))
+
+
+def test_vgg9_cpu_is_the_narrow_vgg9():
+    counts = {n: sum(p.numel() for p in build_model(n, (1, 28, 28), 10).parameters()) for n in ("vgg9", "vgg9_cpu")}
+    assert counts == {"vgg9": 69_166_346, "vgg9_cpu": 3_719_818}
+
+
+def test_every_paper_cpu_block_is_valid_and_its_stages_list_it():
+    for pfile in sorted((ROOT / "papers").glob("*/params.yaml")):
+        p = yaml.safe_load(pfile.read_text())
+        if "cpu" not in p:
+            continue
+        cpu_profile.validate(p["cpu"])
+        stages = yaml.safe_load((pfile.parent / "dvc.yaml").read_text())["stages"]
+        for name, st in stages.items():
+            body = st.get("do", st)
+            listed = [k for entry in body.get("params") or [] if isinstance(entry, dict) for v in entry.values()
+                      for k in v]
+            if "profile" in listed:  # a stage that reads the profile reads the cpu block under it
+                assert "cpu" in listed, f"{pfile.parent.name}: stage {name} lists profile but not cpu"
