@@ -7,6 +7,7 @@
 # it in papers/fedhydra and record the stage with `dvc commit paper_column@<run>` (its cmd naming the methods that
 # finished). Prints the packing measurement: the servers' wall time against the sum of their own seconds.
 #   usage: bash papers/fedhydra/gpu_slot.sh DATASET SPLIT METHOD...   (env: PACK=4 DEADLINE=530 OUT=/tmp/out)
+# SKIP_TRAIN=1 skips the training (the clients and partition of an earlier slot unpacked in papers/fedhydra).
 set -u
 t0=$(date +%s)
 ds=$1; split=$2; shift 2
@@ -44,13 +45,13 @@ PY
 }
 cd papers/fedhydra
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$logs/gpu.txt" 2>&1
-if ! timeout "$(left)" bash paper_column.sh "$ds" "$split" > "$logs/train.log" 2>&1; then
+if [[ ${SKIP_TRAIN:-0} != 1 ]] && ! timeout -k 10 "$(left)" bash paper_column.sh "$ds" "$split" > "$logs/train.log" 2>&1; then
   echo "training failed or ran out of time"; tail -20 "$logs/train.log"; pack; exit 1
 fi
 export logs DEADLINE t0 ds split
 printf '%s\n' "$@" | xargs -P "$PACK" -I{} bash -c '
   spec="$1"; name=${spec%%:*}; start=$(date +%s); rem=$(( DEADLINE - (start - t0) ))
-  if (( rem > 5 )); then timeout "$rem" bash paper_column.sh --skip-train "$ds" "$split" "$spec" \
+  if (( rem > 5 )); then timeout -k 10 "$rem" bash paper_column.sh --skip-train "$ds" "$split" "$spec" \
        > "$logs/$name.log" 2>&1; rc=$?; else rc=124; fi
   echo "$name $rc $start $(date +%s)" >> "$logs/spans.txt"' _ {}
 bash paper_column.sh --skip-train "$ds" "$split" > /dev/null 2>&1   # device.json from every record present
