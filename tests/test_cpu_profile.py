@@ -97,3 +97,19 @@ def test_every_paper_cpu_block_is_valid_and_its_stages_list_it():
                       for k in v]
             if "profile" in listed:  # a stage that reads the profile reads the cpu block under it
                 assert "cpu" in listed, f"{pfile.parent.name}: stage {name} lists profile but not cpu"
+
+
+def test_a_run_that_failed_its_guard_is_marked_and_left_out_of_the_cell():
+    import pandas as pd
+
+    from osfl.reporting.runs import compare_rows
+
+    paper = pd.DataFrame({"DENSE": [70.0]}, index=pd.Index(["Fashion, 1, 0.5"], name="row"))
+    bad = {"server_gain_min": {"floor": 15.0, "value": 10.4, "passed": False}}
+    runs = {("fmnist", "dir0.5"): {"dense": [{"acc_final": 60.0, "seed": 0},
+                                             {"acc_final": 10.4, "seed": 1, "guards": bad}]}}
+    df, numbers = compare_rows(runs, paper, paper * float("nan"), [{"id": "dense", "paper": "DENSE"}],
+                               lambda ds, e: "Fashion, 1")
+    cell = df.loc["Fashion, 1, 0.5", "DENSE"]
+    assert cell.startswith("60.00 / 70.00 (-10.00)") and "[failed its regime guard: s1 10.40]" in cell
+    assert numbers[("Fashion, 1, 0.5", "DENSE")]["values"] == {0: 60.0}

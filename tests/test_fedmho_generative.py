@@ -93,3 +93,21 @@ def test_train_cvae_refuses_a_classifier_and_unknown_reductions():
     with pytest.raises(ConfigError, match="^cvae.reduction:"):
         train_cvae(build_model("cvae_small", (1, 28, 28), 3), x, y, epochs=1, batch_size=4, lr=1e-3,
                    gen=torch.Generator(), reduction="mean")
+
+
+def test_a_diverging_cvae_stops_with_one_line_naming_the_epoch():
+    """FedMHO's Table III Adam lr 5e-2 diverged for one client of the cpu grid; a much larger one does at once."""
+    x, y = _data()
+    torch.manual_seed(0)
+    with pytest.raises(RuntimeError, match=r"^CVAE training diverged in epoch \d+ of 30 \(Adam lr 1000000.0"):
+        train_cvae(build_model("cvae_small", (1, 28, 28), 3), x, y, epochs=30, batch_size=16, lr=1e6,
+                   gen=torch.Generator().manual_seed(4))
+
+
+def test_a_server_refuses_a_part_that_did_not_finish(tmp_path):
+    """A part's folder without its index.json (written last) is not a cohort: read_cohort says which stage to run."""
+    from osfl.stages.server import read_cohort
+
+    (tmp_path / "cvae_small" / "client_005").mkdir(parents=True)
+    with pytest.raises(ConfigError, match="train_part"):
+        read_cohort(tmp_path, "cvae_small")

@@ -51,7 +51,11 @@ def train_cvae(model: CVAE, x_u8: torch.Tensor, y: torch.Tensor, *, epochs: int,
         for i in range(0, n, batch_size):
             idx = perm[i : i + batch_size]
             noise = torch.randn(len(idx), model.latent_size, generator=gen).to(device)
-            loss = cvae_loss(model, to_float(x_u8[idx]), y[idx], noise, beta=beta, reduction=reduction)
+            try:
+                loss = cvae_loss(model, to_float(x_u8[idx]), y[idx], noise, beta=beta, reduction=reduction)
+            except RuntimeError as err:  # BCE refuses a NaN reconstruction: the training diverged
+                raise RuntimeError(f"CVAE training diverged in epoch {epoch} of {epochs} (Adam lr {lr}; last epoch's "
+                                   f"mean loss {loss_val:.2f}): {err}") from err
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import cpu_profile
 from ..cost.traffic import fedavg_traffic, fedseq_traffic, hfldd_traffic, rounds_to_target
 from ..reporting.figures import curve_panels
 from ..reporting.published import load_artifacts, load_published_table
@@ -324,6 +325,8 @@ def _degenerate(run: dict, what: str, classes: int) -> str | None:
     reasons = [clients_at_chance(run.get("clients"), classes, run.get("C")) if what in FROM_CLIENTS else None]
     rec = run["rounds"].get(what)
     reasons.append(flat_at_chance(accuracies(rec), classes) if rec else None)
+    if rec and not cpu_profile.passed(rec):  # its record's regime guard (osfl.cpu_profile) failed
+        reasons.append(f"{what} failed its regime guard")
     return "; ".join(r for r in reasons if r) or None
 
 
@@ -451,8 +454,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     metrics: dict = {}
     cost_same: dict = {}
     fig6_numbers: dict = {}
-    note = (f"Profile {params.get('profile')}; seeds {params.get('seeds')}; {params.get('clients')} clients, "
-            f"{params.get('model')}; a run's T is hybrid.T scaled by the profile.")
+    note = (f"Seeds {params.get('seeds')}; {params.get('clients')} clients, {params.get('model')}; a run's T is "
+            f"hybrid.T under the profile. {cpu_profile.describe(params)}")
     for art in arts:
         if art.id in ("table2", "table3"):
             df, numbers, same = cost_table(params, runs, art, by_id["fig5"].meta)

@@ -46,7 +46,7 @@ def read_cohort(clients: Path, parts: str) -> tuple[list, str | list[str]]:
     if not parts:
         return read_uploads(require_input(clients, "train_clients")), str(clients)
     folders = [clients / name.strip() for name in parts.split(",") if name.strip()]
-    uploads = [u for f in folders for u in read_uploads(require_input(f, "train_part"))]
+    uploads = [u for f in folders for u in read_uploads(require_input(f / "index.json", "train_part").parent)]
     ids = [u.client_id for u in uploads]
     if len(set(ids)) != len(ids):
         raise ConfigError("--parts", f"{parts!r} lists client ids twice ({sorted(ids)}); give parts of disjoint clients")

@@ -125,9 +125,13 @@ def _run(args) -> None:
     x_all = torch.from_numpy(data.x_train).to(device)
     y_all = torch.from_numpy(data.y_train).long().to(device)
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
-    out = paths.clients / args.part
-    if out.exists():
-        shutil.rmtree(out)
+    # the part is written to a staging folder and moved into place once every client trained: a part that stops
+    # half-way (a diverged CVAE) leaves no folder that a server stage could read as a smaller cohort
+    final = paths.clients / args.part
+    out = final.parent / f".{args.part}.partial"
+    for stale in (final, out):
+        if stale.exists():
+            shutil.rmtree(stale)
     live = paths.results / "live" / f"clients-{args.part}"
     with torch.device("meta"):  # the architectures' classes only: no weights drawn, no memory
         kinds = {a: isinstance(build_model(a, spec.shape, spec.num_classes), CVAE) for a in dict.fromkeys(archs)}
@@ -165,6 +169,7 @@ def _run(args) -> None:
     # what was computed and the switches in force; seconds and the host go to the runtime record
     write_json(out / "index.json", {"part": args.part, "arch": arch, "kind": "cvae_decoder" if generative else
                                     "classifier", "clients": summary, "train": info})
+    out.rename(final)
     write_runtime_record(runtime_record(paths, f"clients-{args.part}"), seconds, device, cfg["runtime"],
                          per_client_seconds=per_client_seconds)
     record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "per_client": summary}
