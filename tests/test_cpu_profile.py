@@ -113,3 +113,18 @@ def test_a_run_that_failed_its_guard_is_marked_and_left_out_of_the_cell():
     cell = df.loc["Fashion, 1, 0.5", "DENSE"]
     assert cell.startswith("60.00 / 70.00 (-10.00)") and "[failed its regime guard: s1 10.40]" in cell
     assert numbers[("Fashion, 1, 0.5", "DENSE")]["values"] == {0: 60.0}
+
+
+def test_a_server_carries_the_guards_of_the_parts_it_read(tmp_path):
+    import json
+    from types import SimpleNamespace
+
+    from osfl.stages.evaluate import cohort_guards
+
+    failed = {"client_acc_mean_min": {"floor": 25.0, "value": 21.5, "passed": False}}
+    (tmp_path / "clients-cnn.json").write_text(json.dumps({"guards": failed}))
+    (tmp_path / "clients-vgg9.json").write_text(json.dumps({"local_acc_mean": 58.0}))
+    paths = SimpleNamespace(results=tmp_path)
+    got = cohort_guards(paths, {"clients_dir": ["models/r/clients/vgg9", "models/r/clients/cnn"]})
+    assert got == {"clients:cnn.client_acc_mean_min": failed["client_acc_mean_min"]}
+    assert not cpu_profile.passed({"guards": got}) and cohort_guards(paths, {"clients_dir": "models/r/clients"}) == {}

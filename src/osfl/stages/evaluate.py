@@ -41,6 +41,19 @@ def load_predictor(global_dir: Path, device: torch.device):
     return man, uploads_ensemble([u for f in folders for u in read_uploads(f)], man["members"], man["weights"], device)
 
 
+def cohort_guards(paths, man: dict) -> dict:
+    """The regime guards of the parts a server read (``clients:<part>.<guard>``, from results/<run>/clients-<part>.json):
+    a server on clients that failed theirs feeds no verdict either."""
+    folders = man.get("clients_dir") or []
+    out = {}
+    for folder in folders if isinstance(folders, list) else [folders]:
+        rec = paths.results / f"clients-{Path(folder).name}.json"
+        if rec.is_file():
+            for name, g in (read_json(rec).get("guards") or {}).items():
+                out[f"clients:{Path(folder).name}.{name}"] = g
+    return out
+
+
 def _run(args) -> None:
     params, cfg, paths = load_config(args)
     device = cfg["device"]
@@ -66,7 +79,7 @@ def _run(args) -> None:
               "choices": man["choices"], "server_seconds": timing["seconds"],
               "runtime": timing["runtime"],  # where the server ran: device, CPU model, threads, torch, switches
               "extras": man.get("extras") or {}}
-    guards = server_guard(params, live["best"], man["num_classes"])
+    guards = {**cohort_guards(paths, man), **(server_guard(params, live["best"], man["num_classes"]) or {})}
     if guards:  # the regime guard: a server whose best accuracy stays near chance feeds no verdict
         record["guards"] = guards
         warn_failed(name, guards)
