@@ -108,7 +108,7 @@ def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[di
             for seed in params.get("seeds") or [0]:
                 run = read_run(results_root, run_name(ds, c, seed))
                 if run["rounds"] or run["clustering"]:
-                    recs.append({**run, "seed": seed, "C": int(c)})
+                    recs.append({**run, "seed": seed, "C": int(c), "profile": params.get("profile")})
             out[(ds, int(c))] = recs
     return out
 
@@ -327,6 +327,8 @@ def _degenerate(run: dict, what: str, classes: int) -> str | None:
     reasons.append(flat_at_chance(accuracies(rec), classes) if rec else None)
     if rec and not cpu_profile.passed(rec):  # its record's regime guard (osfl.cpu_profile) failed
         reasons.append(f"{what} failed its regime guard")
+    if rec and run.get("profile") and rec.get("profile") not in (None, run["profile"]):  # an older grid's record
+        reasons.append(f"{what} was computed at profile {rec['profile']}, not {run['profile']}")
     return "; ".join(r for r in reasons if r) or None
 
 
