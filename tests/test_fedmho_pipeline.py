@@ -33,16 +33,19 @@ def test_table_macs_refuses_bad_params():
         table_macs({"columns": {}, "rows": {}, "transposed": "input"})
 
 
-def test_committed_report_is_what_the_committed_counts_render_to(tmp_path):
-    shutil.copy(PAPER / "results" / "flops.json", tmp_path / "flops.json")
+def test_committed_report_is_what_the_committed_runs_render_to(tmp_path):
+    """The committed tables from the git-tracked results alone (a fresh clone before any `dvc pull`): every table
+    byte for byte. The curve figures (and README's state of them) need the runs' live curves, which `make fedmho`
+    checks out of the shipped store first (the smoke pipeline tests render those)."""
     params = yaml.safe_load((PAPER / "params.yaml").read_text())
-    written = fedmho.render(params, tmp_path, tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"),
-                            summary=tmp_path / "summary.json")
-    assert sorted(p.name for p in written) == sorted(p.name for p in (PAPER / "reports").iterdir())
-    for path in written:  # text byte for byte; figures by name (their bytes depend on matplotlib's version)
-        if path.suffix in (".md", ".tex"):
-            assert path.read_text() == (PAPER / "reports" / path.name).read_text(), path.name
-    assert json.loads((tmp_path / "summary.json").read_text()) == json.loads((PAPER / "summary.json").read_text())
+    written = fedmho.render(params, PAPER / "results", tmp_path, tmp_path / "reports",
+                            published_root=str(PAPER / "published"), summary=tmp_path / "summary.json")
+    committed = {p.name for p in (PAPER / "reports").iterdir()}
+    tables = [p for p in written if p.name.startswith("table")]
+    assert {p.name for p in written} <= committed and {p.name for p in tables} == {
+        n for n in committed if n.startswith("table")}
+    for path in tables:
+        assert path.read_text() == (PAPER / "reports" / path.name).read_text(), path.name
 
 
 def test_table4_shows_mean_and_spread_over_seeds(tmp_path):
