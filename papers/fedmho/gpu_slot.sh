@@ -2,9 +2,10 @@
 # One short GPU slot -> Table IV's rows at the paper profile (paper_column.sh), run from the repository root on the
 # GPU machine. The steps of a wave run as parallel processes, at most $PACK at a time; waves run one after another
 # (`--` separates them); a step may be a chain of steps in one quoted word ("part:cnn fedavg_vote"), run one after
-# another in its process (logged under its first step's name); nothing starts after $DEADLINE seconds from the start and what runs then is stopped. Each
-# step writes only its own files, so the results are those of one sequential call. Packs results/paper/<run> and
-# the logs (one per step, spans.txt: step, exit code, start, end) into $OUT/fedmho.tar.gz; the models stay there.
+# another in its process (logged under its first step's name); nothing starts after $DEADLINE seconds from the
+# start, and what runs then is stopped. Each step writes only its own files, so the results are those of one
+# sequential call. Packs results/paper/<run> and the logs (one per step, spans.txt: step, exit code, start, end)
+# into $OUT/fedmho.tar.gz; the models stay there.
 #   usage: bash papers/fedmho/gpu_slot.sh DATASET SPLIT STEP... [-- STEP...]...   (env: PACK=8 DEADLINE=530 OUT=/tmp/out)
 #   e.g.   ... fmnist dir0.5 partition -- part:vgg9 part:cnn part:cvae_small part:cvae_large -- fedavg_vote fedmho ...
 set -u
