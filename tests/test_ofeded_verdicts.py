@@ -96,7 +96,7 @@ def test_teacher_claims_per_seed(tmp_path):
     p = params(seeds=[0, 1])
     for seed, (ofe, den) in enumerate((([20.0, 40.0, 60.0, 70.0], [20.0, 30.0, 50.0, 55.0]),
                                        ([22.0, 41.0, 62.0, 72.0], [21.0, 33.0, 49.0, 57.0]))):
-        for rid, curve in (("ofeded", ofe), ("dense", den)):
+        for rid, curve in (("ofeded", ofe), ("coboost-dense", den)):
             live = tmp_path / f"fmnist-{p['figure_split']}-s{seed}" / "live" / rid / "plots" / "metrics" / "train"
             live.mkdir(parents=True)
             live.joinpath("teacher_acc.tsv").write_text(

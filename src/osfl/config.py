@@ -210,8 +210,9 @@ def client_architectures(value: Any, clients: int, model: str, shape) -> list[st
 #: (:data:`osfl.papers.PIPELINE_KEYS`). Nested keys are checked by what reads them (local, runtime, server, data).
 MAIN_KEYS = ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client", "assignment", "clients",
              "model", "client_models", "methods", "data", "local", "server", "runtime",
-             "rounds", "localcurve",
-             "cpu")  # the cpu profile's reductions and the regime guards (osfl.cpu_profile checks them)  # read by the multi-round and local-curve stages (checked there)
+             "rounds", "localcurve",  # read by the multi-round and local-curve stages (checked there)
+             "cpu",  # the cpu profile's reductions and the regime guards (osfl.cpu_profile checks them)
+             "inputs")  # input preparation: resizing and the models' normalisation (osfl.data.inputs)
 DATA_KEYS = ("mirror",)
 FARM_KEYS = ("resources",)  # read by `python -m osfl.farm` alone (osfl.farm.plan.stage_resources checks the values)
 
@@ -277,7 +278,11 @@ def validate_main(params: Mapping[str, Any], params_file: str | Path | None = No
     check_keys(params, params_file)
     profile = get_profile(require(params, "profile"))
     seed = check_int("seed", require(params, "seed"), minimum=0)
+    from .data.inputs import InputPrep
+
     spec = get_spec(require(params, "dataset"))
+    inputs = InputPrep.from_params(params.get("inputs"), spec.name, spec.shape[0])
+    spec = inputs.spec(spec)  # the models' input shape (resized when inputs.size is set)
     clients = check_int("clients", require(params, "clients"), minimum=1)
     scheme = require(params, "partition")
     alpha = require(params, "alpha")
@@ -320,6 +325,7 @@ def validate_main(params: Mapping[str, Any], params_file: str | Path | None = No
         "local": local,
         "mirror": Path(mirror) if mirror else None,
         "runtime": runtime,
+        "inputs": inputs,
     }
 
 

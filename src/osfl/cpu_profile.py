@@ -120,7 +120,8 @@ def passed(record: Mapping) -> bool:
 
 
 def describe(params: Mapping) -> str:
-    """One sentence for captions: the profile, its reductions with reasons, and the guards."""
+    """Sentences for captions: the profile, its reductions with reasons, the guards, the input preparation and the
+    precision."""
     profile = params.get("profile")
     block = params.get("cpu") or {}
     parts = [f"Profile {profile}"]
@@ -138,6 +139,10 @@ def describe(params: Mapping) -> str:
         if "server_gain_min" in g:
             txt.append(f"server best ≥ chance + {g['server_gain_min']:g} points")
         parts.append("regime guards: " + ", ".join(txt) + " (a run failing one feeds no verdict)")
+    from .data.inputs import describe as inputs_note
+
+    precision = ((params.get("runtime") or {}).get("precision") or "fp32")
+    parts.append(f"{inputs_note(params.get('inputs'))}; precision {precision} (runtime.precision)")
     return ". ".join(parts) + "."
 
 

@@ -27,6 +27,7 @@ from ..accel import Accel
 from ..evaluation import accuracy
 from ..live import ClientsLive
 from ..models import build_model
+from ..models.normalise import input_normalisation
 from ..runtime import derive_seed, seeded_init
 from .batched import batchable, train_clients
 from .training import TrainResult
@@ -35,12 +36,12 @@ from .upload import ClientUpload, write_upload
 State = dict[str, torch.Tensor]
 
 
-def initial_states(archs: Sequence[str], shape, num_classes: int, seed: int) -> dict[str, State]:
+def initial_states(archs: Sequence[str], shape, num_classes: int, seed: int, inputs: dict | None = None) -> dict[str, State]:
     """One common initial model per architecture (``local.init: shared``), keyed by architecture."""
     states = {}
     for arch in dict.fromkeys(archs):
         with seeded_init(derive_seed(seed, "init") if arch == archs[0] else derive_seed(seed, "init", arch)):
-            states[arch] = build_model(arch, shape, num_classes).state_dict()
+            states[arch] = build_model(arch, shape, num_classes, inputs).state_dict()
     return states
 
 
@@ -61,16 +62,17 @@ class Cohort:
 
 def build_cohort(archs: Sequence[str], client_indices: Sequence[Any], x_all: torch.Tensor, y_all: torch.Tensor,
                  shape, num_classes: int, device: torch.device, *, seed: int, start: dict[str, State] | None,
-                 data_seed: Callable[[int], int]) -> Cohort:
+                 data_seed: Callable[[int], int], inputs: dict | None = None) -> Cohort:
     """Client k: a ``archs[k]`` model drawn under ``derive_seed(seed, "client-init", k)``, then loaded with
     ``start[archs[k]]`` unless ``start`` is None (``local.init: independent``); its samples
     ``x_all[client_indices[k]]``; a CPU generator seeded with ``data_seed(k)`` (data order, augmentation) and
     one seeded with ``derive_seed(data_seed(k), "dp-noise")`` (DP-SGD's noise, SPEC §2.8 [P]), kept apart so
-    that DP leaves the data order and augmentation of the run without it unchanged."""
+    that DP leaves the data order and augmentation of the run without it unchanged. ``inputs``: the models'
+    input normalisation (``InputPrep.norm()``), recorded in each upload's manifest."""
     models, data, gens, noise_gens = [], [], [], []
     for k, idx in enumerate(client_indices):
         with seeded_init(derive_seed(seed, "client-init", k)):
-            model = build_model(archs[k], shape, num_classes)
+            model = build_model(archs[k], shape, num_classes, inputs)
         if start is not None:
             model.load_state_dict(start[archs[k]])
         models.append(model.to(device))
@@ -145,6 +147,8 @@ def upload_cohort(out: str | Path, cohort: Cohort, results: Sequence[TrainResult
             "train": {**train_info, "final_loss": res.final_loss, "steps": res.steps},
             "curve": res.curve,
         }
+        if input_normalisation(model) is not None:  # the model normalises its input (params' inputs.mean/std)
+            manifest["inputs"] = input_normalisation(model)
         uploads.append(write_upload(out, k if ids is None else int(ids[k]), "classifier", manifest,
                                     tensors={"state_dict": model.state_dict()}))
         accs.append(acc)

@@ -5,7 +5,8 @@ An upload is a folder ``client_<k>/`` holding ``manifest.json`` and payload file
 keys depend on the kind. The kinds cover the four papers without a redesign:
 
 * ``classifier``: a trained classifier (FedAvg, DENSE, FedHydra, ...): ``arch``, ``input_shape``,
-  ``num_classes`` and the ``state_dict`` payload (``model.pt``); ``local_test_acc`` when evaluated.
+  ``num_classes`` and the ``state_dict`` payload (``model.pt``); ``local_test_acc`` when evaluated; ``inputs``
+  (``{"mean", "std"}``) when the model normalises its input (:mod:`osfl.models.normalise`).
 * ``cvae_decoder``: FedMHO's lightweight clients: the decoder ``state_dict`` plus the label histogram.
 * ``distilled_set``: OFedED / HFLDD distilled images: ``images`` (float32 or uint8) and ``labels`` arrays.
 * ``soft_labels``: HFLDD's per-client soft labels on a shared public set: ``soft_labels`` array.
@@ -67,7 +68,8 @@ class ClientUpload:
 
         if self.kind != "classifier":
             raise ValueError(f"client {self.client_id} uploaded a {self.kind}, not a classifier")
-        m = build_model(self.manifest["arch"], tuple(self.manifest["input_shape"]), self.manifest["num_classes"])
+        m = build_model(self.manifest["arch"], tuple(self.manifest["input_shape"]), self.manifest["num_classes"],
+                        self.manifest.get("inputs"))
         m.load_state_dict(self.state_dict())
         return m.to(device).eval()
 

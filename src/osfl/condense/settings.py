@@ -21,6 +21,7 @@ from ..sections import section_reader
 #: v_1 .. v_J per architecture (module names); cnn3 = Co-Boosting's CNNCifar, cnn2 = DENSE's CNNMnist
 DEFAULT_LAYERS = {
     "cnn3": ["features.2", "features.5", "features.7"],
+    "cnn3_cpu": ["features.2", "features.5", "features.7"],
     "cnn3_bn": ["features.3", "features.7", "features.10"],
     "cnn2": ["features.3", "features.7"],
     # SPEC §2.3 [P] for Table 2: J = 4, the outputs of layer1 .. layer3 and layer4 after global average pooling

@@ -55,6 +55,8 @@ class ServerContext:
     # run's total: a method's server computation does not include measuring it)
     count_eval_flops: bool = False
     eval_flops: int = 0
+    # the models' input normalisation (params' inputs.mean/std: InputPrep.norm()); the global models get it too
+    inputs: dict | None = None
 
     def load_aux(self, name: str, key: str) -> torch.Tensor:
         """Unlabeled images of dataset ``name``; ``key`` names the parameter that chose it (for errors)."""
@@ -119,7 +121,7 @@ class ServerContext:
 
         tags = ("global-init",) if arch is None or arch == self.model_name else ("global-init", arch)
         with seeded_init(derive_seed(self.seed, "server", *tags)):
-            model = build_model(arch or self.model_name, self.input_shape, self.num_classes)
+            model = build_model(arch or self.model_name, self.input_shape, self.num_classes, self.inputs)
         return model.to(self.device)
 
     def prototypes(self) -> dict[str, list[ClientUpload]]:

@@ -5,8 +5,10 @@ client weights from the second epoch on, ODS-perturbed KD at T = 4) is :class:`o
 shared with OFedED, which adds its parts to it; its docstring gives every step. Here: Co-Boosting's
 hyper-parameters (its code's defaults) and one weight per client, initialised to 1/m.
 
-Generated images enter the teachers in [0, 1]: our clients are trained on unnormalised inputs, which is what
-Co-Boosting's Normalizer reproduces for its own clients.
+Generated images (sigmoid, pixels in [0, 1]) enter each teacher and the student through the model's own input
+preparation (the params' ``inputs``: OFedED's is Co-Boosting's, resized to 32 x 32 and normalised with mean = std =
+0.5), which is where Co-Boosting's code applies its Normalizer. Co-Boosting's code runs DENSE as this loop with
+its three parts off (``hs`` 0, ``wa_steps`` 0, ``odseta`` 0): OFedED's DENSE column.
 """
 from __future__ import annotations
 

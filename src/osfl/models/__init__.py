@@ -32,13 +32,25 @@ class ModelSpec:
 MODELS: Registry[ModelSpec] = Registry("model", key="model")
 
 
-def build_model(name: str, shape: Shape, num_classes: int) -> nn.Module:
+def build_model(name: str, shape: Shape, num_classes: int, inputs: dict | None = None) -> nn.Module:
+    """A fresh ``name`` for inputs of ``shape`` (C, H, W); ``inputs`` = ``{"mean": [...], "std": [...]}`` (the
+    params' ``inputs`` normalisation, or a manifest's ``inputs`` entry) makes it normalise its input first
+    (:mod:`osfl.models.normalise`); None or no mean: pixels as given."""
     spec = MODELS.get(name)
     shape = tuple(int(s) for s in shape)
     if spec.shapes and shape not in spec.shapes:
         allowed = ", ".join("x".join(map(str, s)) for s in spec.shapes)
         raise ConfigError("model", f"{name!r} takes inputs {allowed}, not {'x'.join(map(str, shape))}")
-    return spec.builder(shape, num_classes)
+    model = spec.builder(shape, num_classes)
+    if inputs and inputs.get("mean") is not None:
+        from .cvae import CVAE
+        from .normalise import normalise_inputs
+
+        if isinstance(model, CVAE):
+            raise ConfigError("inputs.mean", f"{name!r} is a CVAE: it models pixels in [0, 1] (sigmoid, BCE); "
+                                             "leave the normalisation out for it")
+        normalise_inputs(model, inputs["mean"], inputs["std"])
+    return model
 
 
 def resolve_model_name(name: str, shape: Shape, key: str = "model") -> str:

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import cpu_profile
 from ..live import read_curve
 from ..reporting.figures import curve_panels, grouped_bar_panels
 from ..reporting.published import load_artifacts, load_published_table
@@ -83,7 +84,7 @@ def table1(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
 
 def ablation_entries(params: dict) -> dict[str, dict]:
     """Table 3's row label (the paper's check marks, "Loss, Ens, Others") -> the run that is that row."""
-    rows = {", , ": next((e for e in params.get("columns") or [] if e.get("method") == "coboost"), None)}
+    rows = {", , ": next((e for e in params.get("columns") or [] if e.get("id") == FIG2_RUNS["Co-Boosting"]), None)}
     for e in params.get("s_columns") or []:
         if e.get("parts"):
             rows[", ".join(p.strip() for p in str(e["parts"]).split(","))] = e
@@ -341,8 +342,15 @@ DP_NOTE = ("Noise on the images: each client adds N(0, σ²) to its distilled im
            "results/<run>-dpg<σ>/clients.json. Both: the DP-SGD clients and the noisy images. ")
 
 SCHEMATICS = {"fig1": "a schematic (the framework): no data"}
-#: Fig. 2's series: the paper's method name -> our method (the run of ``columns``/``s_columns`` with that method)
-FIG2_METHODS = {"DENSE": "dense", "Co-Boosting": "coboost", "OFedED": "ofeded"}
+#: Fig. 2's series (and Table 5's rows): the paper's method name -> the Table 1 run (the ``columns``/``s_columns``
+#: id) that is it; a ``student`` column of that series is named <id>-<student tag> (DENSE: Co-Boosting's code's DENSE)
+FIG2_RUNS = {"DENSE": "coboost-dense", "Co-Boosting": "coboost", "OFedED": "ofeded"}
+
+
+def _series_of(run_id: str) -> str | None:
+    """The Fig. 2 series a run belongs to: its own id, or the longest series id it extends (``<id>-<tag>``)."""
+    hits = [(len(i), lbl) for lbl, i in FIG2_RUNS.items() if run_id == i or run_id.startswith(i + "-")]
+    return max(hits)[1] if hits else None
 
 
 def _panel_title(ds: str, split: str) -> str:
@@ -355,8 +363,8 @@ def _teacher_runs(params: dict, results_root: Path) -> dict:
     split, out = params.get("figure_split"), {}
     for ds in params.get("datasets") or []:
         by: dict[str, dict] = {}
-        for label, method in FIG2_METHODS.items():
-            entry = next((e for e in _entries(params) if e.get("method") == method and not e.get("tag")), None)
+        for label, run_id in FIG2_RUNS.items():
+            entry = next((e for e in _entries(params) if e.get("id") == run_id), None)
             for seed in params.get("seeds") or [0]:
                 live = Path(results_root) / run_name(ds, split, seed) / "live" / (entry or {}).get("id", "?")
                 curve = _curve(live, "train/teacher_acc")
@@ -406,10 +414,9 @@ def student_bars(params: dict, results_root: Path) -> tuple[dict, dict]:
     clients' own architecture (the Table 1 runs) and each ``student`` of the columns; and the numbers behind it,
     each a side over the seeds that ran (:func:`run_side`)."""
     split = params.get("figure_split")
-    entries = [e for e in _entries(params) if e.get("method") in FIG2_METHODS.values()
-               and (e.get("student") or not e.get("tag"))]
+    entries = [e for e in _entries(params) if e.get("id") in FIG2_RUNS.values()
+               or (e.get("student") and _series_of(e.get("id", "")))]
     runs = read_runs(Path(results_root), {**params, "splits": [split]}, entries)
-    label_of = {m: lbl for lbl, m in FIG2_METHODS.items()}
     panels, numbers = {}, {}
     for (ds, _), by_id in runs.items():
         groups: dict[str, dict[str, float]] = {}
@@ -418,7 +425,7 @@ def student_bars(params: dict, results_root: Path) -> tuple[dict, dict]:
             recs = by_id.get(e["id"], [])
             if recs:
                 group = e.get("student") or f"{params.get('model')} (the clients')"
-                side = run_side(results_root, ds, split, e["id"], label_of[e["method"]], recs)
+                side = run_side(results_root, ds, split, e["id"], _series_of(e["id"]), recs)
                 groups.setdefault(group, {})[side.name] = _mean(side)
                 sides.setdefault(group, {})[side.name] = side
         panels[_panel_title(ds, split)] = groups or None
@@ -449,7 +456,7 @@ def cost_numbers(params: dict, results_root: Path) -> dict:
     out = {}
     for ds in params.get("datasets") or []:
         for split in params.get("splits") or []:
-            local, dm, s_bytes, sc = [], [], [], {m: [] for m in FIG2_METHODS.values()}
+            local, dm, s_bytes, sc = [], [], [], {m: [] for m in FIG2_RUNS.values()}
             for seed in params.get("seeds") or [0]:
                 run = Path(results_root) / run_name(ds, split, seed)
                 clients = run / "clients.json"
@@ -511,9 +518,9 @@ def cost_tables(params: dict, results_root: Path, arts: dict) -> tuple[pd.DataFr
         rows4[f"OFedED ({where})"] = {
             "TCC (GFLOPs)": _fmt(_g(ofeded_tcc)), "US-CNN (MB)": _fmt(_mb(_plus(n["model_bytes"], up))),
             "US-Res (MB)": _fmt(_mb(_plus(n["res_bytes"], up)))}
-        sc_o = n["sc"]["ofeded"]
-        for label, method in FIG2_METHODS.items():
-            own = method == "ofeded"
+        sc_o = n["sc"][FIG2_RUNS["OFedED"]]
+        for label, method in FIG2_RUNS.items():
+            own = label == "OFedED"
             sc = n["sc"][method]
             red = (None if own or sc in (None, 0) or sc_o is None else 100.0 * (sc - sc_o) / sc)
             rows5[f"{label} ({where})"] = {
@@ -549,19 +556,20 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     status: dict[str, str] = {}
     metrics: dict = {}
     verdicts: list[tuple[str, Verdict]] = []
-    seeds_note = (f"Profile {params.get('profile')}; seeds {params.get('seeds')}; {params.get('clients')} clients, "
-                  f"{params.get('model')}, partition {params.get('partition')}.")
+    seeds_note = (f"Seeds {params.get('seeds')}; {params.get('clients')} clients, {params.get('model')}, partition "
+                  f"{params.get('partition')}. {cpu_profile.describe(params)}")
     runs = read_runs(Path(results_root), params, _entries(params))
     cost = None
     for art in arts:
         if art.id == "table1":
             cells, numbers = table1(params, runs, art)
             gaps = [v["mean"] - v["paper"] for v in numbers.values() if not math.isnan(v["paper"])]
-            if numbers:
+            failed = int(cells.map(lambda c: "[failed its regime guard" in str(c)).to_numpy().sum())
+            if numbers or failed:
                 written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
                                        f"tab:{art.id}-vs-paper", notes=ACC_CELLS + seeds_note)
-                status[art.id] = f"{len(numbers)} cells run"
-                metrics[art.id] = {"cells_run": len(numbers),
+                status[art.id] = f"{len(numbers)} cells run" + (f"; {failed} failed their regime guards" if failed else "")
+                metrics[art.id] = {"cells_run": len(numbers), "cells_failed_guard": failed,
                                    "mean_gap": round(float(np.mean(gaps)), 4) if gaps else None}
                 verdicts += claims(numbers, Path(results_root))
             else:

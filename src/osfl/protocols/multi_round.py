@@ -132,7 +132,7 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
     x_test, y_test = test
     archs = cfg["client_models"]
     # round 1: the one-shot pipeline's start (same seeds as train_clients)
-    start = initial_states(archs, spec.shape, spec.num_classes, seed) if local.init == "shared" else None
+    start = initial_states(archs, spec.shape, spec.num_classes, seed, cfg["inputs"].norm()) if local.init == "shared" else None
     hp = local_hparams(local, rounds.local_epochs_run, augment, accel)
     train_info = {**local.as_dict(), "epochs_run": rounds.local_epochs_run, "augment_in_force": augment,
                   "profile": profile.name, "runtime": accel.in_force(device)}
@@ -144,7 +144,8 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
     for t in bar:
         cohort = build_cohort(archs, part.client_indices, x_all, y_all, spec.shape, spec.num_classes, device,
                               seed=seed, start=start,
-                              data_seed=lambda k, t=t: derive_seed(seed, "round", t, "client-data", k))
+                              data_seed=lambda k, t=t: derive_seed(seed, "round", t, "client-data", k),
+                              inputs=cfg["inputs"].norm())
         if on_round_start is not None:
             on_round_start(t, cohort.models)
         t0 = time.perf_counter()

@@ -45,8 +45,13 @@ def build_context(cfg: dict, uploads: list[ClientUpload], x_test: torch.Tensor, 
     (a two-transmission round's second upload) for methods that read them; ``track_teacher``: record the teacher's
     test accuracy per epoch in methods that can (``ServerMethod.tracks_teacher``).
     """
-    spec = cfg["dataset"]
-    return ServerContext(uploads=uploads, model_name=cfg["model"], input_shape=spec.shape,
+    spec, inputs = cfg["dataset"], cfg["inputs"].norm()
+    for u in uploads:  # the clients must have been trained on the inputs this run prepares
+        if u.kind == "classifier" and (u.manifest.get("inputs"), list(u.manifest["input_shape"])) != (inputs, list(spec.shape)):
+            raise ConfigError("inputs", f"client {u.client_id} ({u.root.parent}) was trained on inputs "
+                                        f"{u.manifest['input_shape']} normalised by {u.manifest.get('inputs')}; this run's "
+                                        f"params give {list(spec.shape)} normalised by {inputs}: train the clients again")
+    return ServerContext(uploads=uploads, model_name=cfg["model"], input_shape=spec.shape, inputs=inputs,
                          num_classes=spec.num_classes, x_test=x_test, y_test=y_test, device=device,
                          seed=cfg["seed"] if seed is None else seed, profile=cfg["profile"], progress=progress,
                          dataset=spec.name, aux_loader=aux_loader, on_epoch=on_epoch,

@@ -236,10 +236,12 @@ def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
 
 
 def load_data(paths: ExperimentPaths, cfg: dict):
-    """The experiment's prepared dataset; stand-in arrays only under a profile that allows them (smoke)."""
+    """The experiment's prepared dataset, resized as ``inputs.size`` says; stand-in arrays only under a profile that
+    allows them (smoke)."""
     from ..data import load_prepared
 
-    return load_prepared(require_input(paths.prepared, "prepare"), allow_stand_in=cfg["profile"].stand_in_data)
+    data = load_prepared(require_input(paths.prepared, "prepare"), allow_stand_in=cfg["profile"].stand_in_data)
+    return cfg["inputs"].resize(data)  # inputs.size: the reference code's resizing (osfl.data.inputs)
 
 
 def check_upload_name(name: str, key: str = "--distilled") -> str:

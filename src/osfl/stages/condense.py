@@ -12,8 +12,9 @@ the server side never re-runs this stage. Client k's randomness comes from ``der
 A variant (OFedED's Fig. 2(b) IPC sweep, Fig. 3's noise) writes another folder, ``--distilled NAME``
 (models/<run>/<NAME>/, results/<run>/<NAME>.json), and may read another experiment's clients (``--clients-of``).
 With ``condense.noise`` = σ > 0 each client adds Gaussian noise to its distilled images once, before the upload
-(Fig. 3's "noise on the synthetic images"; SPEC §2.8 [P]: σ an absolute standard deviation in the mean = std =
-0.5 normalised pixel space, so σ/2 in our [0, 1] pixels), drawn from ``derive_seed(seed, "condense-noise", k)``.
+(Fig. 3's "noise on the synthetic images"; SPEC §2.8 [P]: σ an absolute standard deviation in the normalised
+pixel space, so σ·std in our [0, 1] pixels, σ/2 under OFedED's ``inputs``), drawn from
+``derive_seed(seed, "condense-noise", k)``.
 """
 from __future__ import annotations
 
@@ -83,7 +84,8 @@ def _run(args) -> None:
             images = res.images
             if settings.noise > 0:  # Fig. 3: Gaussian noise on the uploaded images (σ in normalised units)
                 g = torch.Generator().manual_seed(derive_seed(seed, "condense-noise", k))
-                images = images + (0.5 * settings.noise) * torch.randn(images.shape, generator=g).to(images.device)
+                sd = cfg["inputs"].pixel_std()  # one normalised unit in pixels (0.5 under mean = std = 0.5)
+                images = images + (sd * settings.noise) * torch.randn(images.shape, generator=g).to(images.device)
             arrays = {"images": images.cpu().numpy().astype(np.float32),
                       "labels": res.labels.cpu().numpy().astype(np.int64)}
             write_upload(out, k, "distilled_set",

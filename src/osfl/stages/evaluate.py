@@ -29,7 +29,7 @@ def load_predictor(global_dir: Path, device: torch.device):
     man = read_json(global_dir / "manifest.json")
 
     def load(arch: str, file: str) -> torch.nn.Module:
-        model = build_model(arch, tuple(man["input_shape"]), man["num_classes"])
+        model = build_model(arch, tuple(man["input_shape"]), man["num_classes"], man.get("inputs"))
         model.load_state_dict(load_state_dict(global_dir / file))
         return model.to(device).eval()
 
@@ -83,6 +83,8 @@ def _run(args) -> None:
     if guards:  # the regime guard: a server whose best accuracy stays near chance feeds no verdict
         record["guards"] = guards
         warn_failed(name, guards)
+    if man.get("inputs"):  # the input preparation the run's models used (osfl.data.inputs)
+        record["inputs"] = man["inputs"]
     if "flops" in man:  # the server stage's --count-flops
         record["server_flops"] = man["flops"]  # besides the model (FedHydra: MS weights, synthetic images)
     write_json(paths.results / "runs" / f"{name}.json", record)

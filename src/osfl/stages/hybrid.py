@@ -69,8 +69,8 @@ def _run(args) -> None:
     else:
         groups = central_group(clients)
         local = LocalSpec(1, h.cl_batch_size, h.lr, h.momentum, h.weight_decay)
-    model = build_model(cfg["model"], spec.shape, spec.num_classes).to(device)
-    model.load_state_dict(initial_states([cfg["model"]], spec.shape, spec.num_classes, seed)[cfg["model"]])
+    model = build_model(cfg["model"], spec.shape, spec.num_classes, cfg["inputs"].norm()).to(device)
+    model.load_state_dict(initial_states([cfg["model"]], spec.shape, spec.num_classes, seed, cfg["inputs"].norm())[cfg["model"]])
     x_test, y_test = test_tensors(d.data, profile, derive_seed(seed, "test-subset"), device)
     ckpt = Path("models") / paths.name / "rounds" / args.method / "checkpoint.pt"
     res = run_rounds(model, groups, rounds=rounds, local=local, seed=derive_seed(seed, "hybrid", args.method),
@@ -84,7 +84,7 @@ def _run(args) -> None:
     if guards:  # the regime guard: a run whose curve never leaves chance feeds no verdict
         warn_failed(args.method, guards)
     write_json(paths.results / "rounds" / f"{args.method}.json", {
-        **({"guards": guards} if guards else {}),
+        **({"guards": guards} if guards else {}), **cfg["inputs"].entry(),
         "method": args.method, "settings": h.as_dict(), "rounds": rounds, "rounds_run": len(curve),
         "local": vars(local), "profile": profile.name, "groups": [[p.n for p in g] for g in groups], **extra,
         "curve": curve, "acc_final": curve[-1]["test_acc"] if curve else None, "resumed_from": res.resumed_from,

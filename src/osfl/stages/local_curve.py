@@ -57,10 +57,10 @@ def _run(args) -> None:
     x_all = torch.from_numpy(data.x_train).to(device)
     y_all = torch.from_numpy(data.y_train).long().to(device)
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
-    start = initial_states(archs, spec.shape, spec.num_classes, seed)
+    start = initial_states(archs, spec.shape, spec.num_classes, seed, cfg["inputs"].norm())
     cohort = build_cohort(archs, part.client_indices, x_all, y_all, spec.shape, spec.num_classes, device,
                           seed=seed, start=start if local.init == "shared" else None,
-                          data_seed=lambda k: derive_seed(seed, "client-data", k))
+                          data_seed=lambda k: derive_seed(seed, "client-data", k), inputs=cfg["inputs"].norm())
     client_of = {id(m): k for k, m in enumerate(cohort.models)}
     snapshots: list[list[dict]] = [[] for _ in cohort.models]  # per client, in epoch order
 
@@ -74,7 +74,7 @@ def _run(args) -> None:
                        eval_fn=eval_fn, eval_every=every)
     results, _, batched = train_cohort(cohort, hp, device, progress=not args.no_progress)
     sizes = [len(y) for _, y in cohort.data]
-    probe = build_model(archs[0], spec.shape, spec.num_classes).to(device)
+    probe = build_model(archs[0], spec.shape, spec.num_classes, cfg["inputs"].norm()).to(device)
     rows = []
     for i, point in enumerate(results[0].curve):
         probe.load_state_dict(average_state_dicts([snapshots[k][i] for k in range(len(cohort))], sizes))

@@ -54,7 +54,7 @@ def _run(args) -> None:
     out = paths.results / "rounds"
     final = res.records[-1]["test_acc"]
     write_json(out / f"{name}.json", {
-        "method": args.method, "tag": args.tag, "T": rounds.T, "local_epochs": rounds.local_epochs,
+        **cfg["inputs"].entry(), "method": args.method, "tag": args.tag, "T": rounds.T, "local_epochs": rounds.local_epochs,
         "local_epochs_run": rounds.local_epochs_run, "profile": cfg["profile"].name, "rounds": res.records,
         "acc_final": final, "test_samples": res.test_samples, "choices": res.choices, "protocol": res.protocol,
         "runtime": cfg["runtime"].in_force(device),  # seconds and the host: results/<exp>/runtime/rounds-<name>.json

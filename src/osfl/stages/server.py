@@ -77,7 +77,7 @@ def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tenso
             prepare_dataset(name, folder, mirror=cfg["mirror"], stand_in=stand_in_sizes(get_spec(name), cfg["profile"]))
         except ConfigError as e:  # includes DataUnavailableError
             raise ConfigError(key, f"{name} cannot be loaded ({e}); pick another dataset or 'generator'") from None
-    data = load_prepared(folder, allow_stand_in=allow_stand_in)
+    data = cfg["inputs"].resize(load_prepared(folder, allow_stand_in=allow_stand_in))  # inputs.size, as the clients'
     idx = subset(len(data.x_train), cfg["profile"].max_train, derive_seed(cfg["seed"], "aux", name))
     return torch.from_numpy(np.ascontiguousarray(data.x_train[idx])).to(device)
 
@@ -133,6 +133,7 @@ def _run(args) -> None:
         "epochs": epochs, "members": result.members, "weights": result.weights, "extras": result.extras,
         "clients_dir": clients_dir, "runtime": accel.in_force(device),  # seconds and host: the runtime record
     }
+    manifest.update(cfg["inputs"].entry())  # resized or normalised inputs (osfl.data.inputs); absent: pixels as prepared
     if distilled:
         manifest["distilled_dir"] = str(distilled_dir)
     if count:  # FLOPs spent by the method (its test evaluations, counted apart, left out)

@@ -44,11 +44,11 @@ def _run(args) -> None:
     if out.exists():
         shutil.rmtree(out)
     archs = cfg["client_models"]
-    shared_init = initial_states(archs, spec.shape, spec.num_classes, seed)  # one per architecture
+    shared_init = initial_states(archs, spec.shape, spec.num_classes, seed, cfg["inputs"].norm())  # one per architecture
     accel = cfg["runtime"]
     cohort = build_cohort(archs, part.client_indices, x_all, y_all, spec.shape, spec.num_classes, device,
                           seed=seed, start=shared_init if local.init == "shared" else None,
-                          data_seed=lambda k: derive_seed(seed, "client-data", k))
+                          data_seed=lambda k: derive_seed(seed, "client-data", k), inputs=cfg["inputs"].norm())
     hp = local_hparams(local, epochs, augment, accel, eval_fn=lambda m: accuracy(m, x_test, y_test),
                        eval_every=local.eval_every)
     t0 = time.perf_counter()
@@ -79,6 +79,7 @@ def _run(args) -> None:
     write_json(paths.results / "clients.json", {
         **flops,
         **({"guards": guards} if guards else {}),
+        **cfg["inputs"].entry(),
         **dp,
         "local_acc_mean": float(np.mean([s["local_test_acc"] for s in summary])),
         "local_acc_min": float(np.min([s["local_test_acc"] for s in summary])),

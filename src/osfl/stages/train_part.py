@@ -152,10 +152,11 @@ def _run(args) -> None:
         epochs = scaled_epochs(local.epochs, profile)
         augment = resolve_augment(local.augment, spec.shape)
         accel = cfg["runtime"]
-        shared = initial_states(archs, spec.shape, spec.num_classes, seed)
+        shared = initial_states(archs, spec.shape, spec.num_classes, seed, cfg["inputs"].norm())
         cohort = build_cohort(archs, [pt.client_indices[k] for k in ids], x_all, y_all, spec.shape,
                               spec.num_classes, device, seed=seed, start=shared if local.init == "shared" else None,
-                              data_seed=lambda j: derive_seed(seed, "client-data", ids[j]))
+                              data_seed=lambda j: derive_seed(seed, "client-data", ids[j]),
+                              inputs=cfg["inputs"].norm())
         hp = local_hparams(local, epochs, augment, accel)
         results, secs, _ = train_cohort(cohort, hp, device, progress=not args.no_progress, live=live)
         info = {**local.as_dict(), "epochs_run": epochs, "augment_in_force": augment, "profile": profile.name,
