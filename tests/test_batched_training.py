@@ -199,3 +199,24 @@ def test_models_with_dropout_train_one_by_one_with_the_sequential_numbers():
     assert all(max_state_diff(a, b) == 0.0 for a, b in zip(seq, bat))
     with pytest.raises(ValueError, match="dropout"):
         train_classifiers_batched(bat, data, gens(len(data)), epochs=1, augment="none", **HP)
+
+
+@pytest.mark.parametrize("grad_clip", [0.0, 10.0])
+def test_counted_training_flops_equal_counting_the_whole_run(grad_clip):
+    """train_clients' --count-flops: one step of each batch size, times its steps, is what FlopCounterMode counts
+    over the whole run (unequal clients, a last smaller batch, two architectures, normalised inputs)."""
+    from osfl.clients.cohort import build_cohort, cohort_training_flops, local_hparams, train_cohort
+    from osfl.config import LocalTraining
+    from osfl.cost.counter import spent
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 256, (150, 1, 28, 28), dtype=torch.uint8, generator=g)
+    y = torch.randint(0, 10, (150,), generator=g)
+    cohort = build_cohort(["cnn2", "lenet5", "cnn2"], [list(range(0, 70)), list(range(70, 110)), list(range(110, 150))],
+                          x, y, (1, 28, 28), 10, torch.device("cpu"), seed=0, start=None, data_seed=lambda k: k,
+                          inputs={"mean": [0.5], "std": [0.5]})
+    hp = local_hparams(LocalTraining(batch_size=32, grad_clip=grad_clip), 2, "none", Accel())
+    expected = cohort_training_flops(cohort, hp, torch.device("cpu"))
+    with spent(True) as cost:
+        train_cohort(cohort, hp, torch.device("cpu"), progress=False)
+    assert expected == cost.flops > 0

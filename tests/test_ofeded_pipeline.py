@@ -143,6 +143,9 @@ def test_smoke_pipeline_renders_tables_1_and_3(ofeded_repo):
     n1 = sum(bool(e.get("paper")) for e in params["columns"] + params["s_columns"])
     assert f"| `table1` | Table 1 | {n1} cells run |" in readme
     assert f"| `table3` | Table 3 | {len(ofeded.ablation_entries(params))} cells run |" in readme
+    runs_md = (reports / "runs.md").read_text()  # every server run's final, best, gate and fine-tunes
+    for entry in params["columns"] + params["s_columns"]:
+        assert f"| Fashion-MNIST, dir0.3, s0: {entry['id']} | {acc(entry['id']):.2f} |" in runs_md, entry["id"]
 
 
 @pytest.mark.slow

@@ -107,3 +107,21 @@ def test_teacher_claims_per_seed(tmp_path):
     assert "OFedED last epoch 71.00 ± 1.41 (n=2) vs DENSE last epoch 56.00 ± 1.41" in ends.evidence
     rises = v["Fashion-MNIST, α = 0.3: OFedED's ensemble accuracy rises over the epochs (Fig. 2(a))"]
     assert rises.verdict == "holds" and "vs OFedED epoch 1 21.00 ± 1.41 (n=2)" in rises.evidence
+
+
+def test_the_runs_table_gives_final_best_gate_and_finetunes(tmp_path):
+    p = params(splits=["dir0.3"], seeds=[0])
+    run = tmp_path / "fmnist-dir0.3-s0" / "runs"
+    run.mkdir(parents=True)
+    base = {"acc_best": 62.5, "best_epoch": 7, "epochs": 10, "server_seconds": 301.2}
+    run.joinpath("ofeded.json").write_text(json.dumps({
+        **base, "acc_final": 61.0, "extras": {"weight_updates": {"kept": 3, "proposed": 9}, "finetunes": 2},
+        "guards": {"server_gain_min": {"passed": True}}}))
+    run.joinpath("coboost.json").write_text(json.dumps({
+        **base, "acc_final": 12.0, "guards": {"clients:clients.client_acc_mean_min": {"passed": False}}}))
+    df = ofeded.run_table(p, tmp_path)
+    o, c = df.loc["Fashion-MNIST, dir0.3, s0: ofeded"], df.loc["Fashion-MNIST, dir0.3, s0: coboost"]
+    assert (o["final (%)"], o["best (%)"], o["best epoch"], o["gate kept / proposed"], o["fine-tunes"], o["guards"]) == (
+        "61.00", "62.50", "7", "3 / 9", "2", "passed")
+    assert c["gate kept / proposed"] == "—" and c["guards"] == "failed: clients:clients.client_acc_mean_min"
+    assert ofeded.run_table(params(splits=["dir0.1"], seeds=[0]), tmp_path) is None

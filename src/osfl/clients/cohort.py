@@ -154,3 +154,36 @@ def upload_cohort(out: str | Path, cohort: Cohort, results: Sequence[TrainResult
         accs.append(acc)
     return uploads, accs
 
+
+
+def cohort_training_flops(cohort: Cohort, hp: dict, device: torch.device) -> int:
+    """The FLOPs of training every client of ``cohort`` as :func:`train_cohort` does (``FlopCounterMode``'s count:
+    matrix products and convolutions, forward and backward), without counting the run itself: one step of each batch
+    size a client sees (``B`` and its epoch's last, smaller batch) is counted on a copy of its model, times the
+    steps of that size. Every epoch runs the same steps, so this equals counting the whole run (a test checks) at a
+    fraction of its time (the counter slows small-batch training about four-fold). Test evaluations during training
+    (``eval_every``) are not training and are not counted."""
+    import copy
+    import math
+
+    from ..cost.counter import spent
+    from .training import train_classifier
+
+    B, total, cache = hp["batch_size"], 0, {}
+    step_hp = {k: v for k, v in hp.items() if k not in ("epochs", "eval_fn", "eval_every", "accel")}
+    for k, (model, (x, y)) in enumerate(zip(cohort.models, cohort.data)):
+        n = len(y)
+        for b, count in ((B, n // B), (n % B, 1 if n % B else 0)):
+            if not count:
+                continue
+            key = (cohort.archs[k], b)
+            if key not in cache:
+                twin = copy.deepcopy(model)
+                gen = torch.Generator().manual_seed(0)
+                noise = torch.Generator().manual_seed(1)
+                with spent(True) as cost:
+                    train_classifier(twin, x[:b], y[:b], epochs=1, gen=gen, noise_gen=noise, accel=hp["accel"],
+                                     **{**step_hp, "batch_size": b})
+                cache[key] = cost.flops
+            total += cache[key] * count * hp["epochs"]
+    return int(total)

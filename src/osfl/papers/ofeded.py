@@ -632,5 +632,38 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             status[art.id] = SCHEMATICS[art.id]
         else:
             status[art.id] = "not built yet (issue 17)"
+    runs_df = run_table(params, Path(results_root))
+    if runs_df is not None:
+        written += write_table(runs_df, out / "runs", "Every server run: final and best test accuracy, OFedED's gate and "
+                               "fine-tunes, the regime guards", "tab:ofeded-runs", notes=RUNS_NOTE + seeds_note)
     written.append(write_status(out, "OFedED", "papers/ofeded", arts, status, "Table 1", verdicts, metrics, summary))
     return written
+
+
+RUNS_NOTE = ("Final = the last server epoch (the tables' number); best = the best epoch (what Co-Boosting's and DENSE's "
+             "code report, best_acc1), with its epoch. Gate: candidate ensemble weights OFedED's guide kept of those "
+             "proposed (Co-Boosting: every proposal is kept); fine-tunes: how often OFedED fine-tuned the ensemble on "
+             "the distilled sets. Guards: a failed one is named (the run feeds no verdict). ")
+
+
+def run_table(params: dict, results_root: Path) -> pd.DataFrame | None:
+    """One row per server run that has a record (Table 1's and Table 3's columns, every dataset, split and seed)."""
+    rows = {}
+    for (ds, split), by_id in read_runs(results_root, params, _entries(params)).items():
+        for e in _entries(params):
+            for r in by_id.get(e["id"], []):
+                ex = r.get("extras") or {}
+                upd = ex.get("weight_updates") or {}
+                bad = [k for k, g in (r.get("guards") or {}).items() if not g.get("passed", True)]
+                rows[f"{DATASET_LABELS.get(ds, ds)}, {split}, s{r['seed']}: {e['id']}"] = {
+                    "final (%)": f"{r['acc_final']:.2f}", "best (%)": f"{r['acc_best']:.2f}",
+                    "best epoch": str(r.get("best_epoch", "")), "epochs": str(r.get("epochs", "")),
+                    "server s": f"{r['server_seconds']:.0f}",
+                    "gate kept / proposed": f"{upd['kept']} / {upd['proposed']}" if upd else "—",
+                    "fine-tunes": str(ex["finetunes"]) if "finetunes" in ex else "—",
+                    "guards": "failed: " + ", ".join(bad) if bad else "passed" if r.get("guards") else "—"}
+    if not rows:
+        return None
+    df = pd.DataFrame.from_dict(rows, orient="index", dtype=object)
+    df.index.name = "run: column"
+    return df

@@ -75,11 +75,11 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
             pcol = entry.get("paper")
             if pcol not in paper.columns or not recs:
                 continue
-            bad = [r for r in recs if not passed(r)]
-            if bad:
+            ok = [passed(r) for r in recs]
+            if not all(ok):
                 failed[(key, pcol)] = " [failed its regime guard: " + ", ".join(
-                    f"s{r['seed']} {r['acc_final']:.2f}" for r in bad) + "]"
-            recs = [r for r in recs if passed(r)]
+                    f"s{r['seed']} {r['acc_final']:.2f}" for r, good in zip(recs, ok) if not good) + "]"
+            recs = [r for r, good in zip(recs, ok) if good]
             if not recs:
                 continue
             vals = [r["acc_final"] for r in recs]

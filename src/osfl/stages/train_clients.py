@@ -8,10 +8,10 @@ import numpy as np
 import torch
 
 from ..clients.augment import resolve_augment
-from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
+from ..clients.cohort import (build_cohort, cohort_training_flops, initial_states, local_hparams, train_cohort,
+                              upload_cohort)
 from ..clients.dp import dp_record
 from ..config import scaled_epochs
-from ..cost.counter import spent
 from ..cpu_profile import client_guard, warn_failed
 from ..evaluation import accuracy
 from ..partition import load_partition
@@ -23,7 +23,8 @@ from .records import runtime_record, write_runtime_record
 def main(argv=None) -> None:
     p = parser(__doc__)
     p.add_argument("--count-flops", action="store_true",
-                   help="count local training's FLOPs (torch's FlopCounterMode) into clients.json (train_flops)")
+                   help="count local training's FLOPs into clients.json (train_flops): torch's FlopCounterMode on one "
+                        "step of each batch size, times its steps (clients.cohort.cohort_training_flops)")
     run_stage(_run, p, argv)
 
 
@@ -52,9 +53,8 @@ def _run(args) -> None:
     hp = local_hparams(local, epochs, augment, accel, eval_fn=lambda m: accuracy(m, x_test, y_test),
                        eval_every=local.eval_every)
     t0 = time.perf_counter()
-    with spent(getattr(args, "count_flops", False)) as cost:
-        results, per_client_seconds, batched = train_cohort(cohort, hp, device, progress=not args.no_progress,
-                                                         live=paths.results / "live" / "clients")
+    results, per_client_seconds, batched = train_cohort(cohort, hp, device, progress=not args.no_progress,
+                                                     live=paths.results / "live" / "clients")
     train_info = {**local.as_dict(), "epochs_run": epochs, "augment_in_force": augment, "profile": profile.name,
                   "runtime": accel.in_force(device)}
     _, accs = upload_cohort(out, cohort, results, spec=spec, class_counts=part.class_counts, x_test=x_test,
@@ -69,7 +69,8 @@ def _run(args) -> None:
     write_runtime_record(runtime_record(paths, "clients"), seconds, device, accel, batched=batched,
                          per_client_seconds=[round(float(s), 3) for s in per_client_seconds],
                          samples_per_second=round(seen / max(seconds, 1e-9), 1))
-    flops = {} if cost.flops is None else {"train_flops": cost.flops}  # all clients, local training only
+    # all clients, local training only: each step size counted once, times its steps (cohort_training_flops)
+    flops = {"train_flops": cohort_training_flops(cohort, hp, device)} if getattr(args, "count_flops", False) else {}
     # DP-SGD clients (SPEC §2.8 [P]): σ, τ, δ and each client's ε (opacus' RDP accountant); no entry without DP
     dp = {} if not local.dp else {"dp": dp_record(local, [r.steps for r in results],
                                                   [len(idx) for idx in part.client_indices])}
