@@ -76,7 +76,9 @@ def _run(args) -> None:
     res = run_rounds(model, groups, rounds=rounds, local=local, seed=derive_seed(seed, "hybrid", args.method),
                      evaluate=lambda m: accuracy(m, x_test, y_test), weighting=h.weighting,
                      shuffle=args.method == "fedseq", checkpoint=ckpt, checkpoint_every=h.checkpoint_every,
-                     signature={"method": args.method, "model": cfg["model"]}, stop_after=args.stop_after,
+                     # the inputs' preparation too: the initial model's digest cannot tell a normalising model
+                     signature={"method": args.method, "model": cfg["model"], **cfg["inputs"].entry()},
+                     stop_after=args.stop_after,
                      batched=cfg["runtime"].batched(device),
                      progress=not args.no_progress, desc=f"{args.method} rounds")
     curve = res.curve
