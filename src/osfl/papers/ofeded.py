@@ -658,6 +658,10 @@ RUNS_NOTE = ("Final = the last server epoch (the tables' number); best = the bes
              "the distilled sets. Guards: a failed one is named (the run feeds no verdict). ")
 
 
+def _num(v, fmt: str) -> str:
+    return "—" if v is None else format(v, fmt)
+
+
 def run_table(params: dict, results_root: Path) -> pd.DataFrame | None:
     """One row per server run that has a record (Table 1's and Table 3's columns, every dataset, split and seed)."""
     rows = {}
@@ -668,9 +672,9 @@ def run_table(params: dict, results_root: Path) -> pd.DataFrame | None:
                 upd = ex.get("weight_updates") or {}
                 bad = [k for k, g in (r.get("guards") or {}).items() if not g.get("passed", True)]
                 rows[f"{DATASET_LABELS.get(ds, ds)}, {split}, s{r['seed']}: {e['id']}"] = {
-                    "final (%)": f"{r['acc_final']:.2f}", "best (%)": f"{r['acc_best']:.2f}",
-                    "best epoch": str(r.get("best_epoch", "")), "epochs": str(r.get("epochs", "")),
-                    "server s": f"{r['server_seconds']:.0f}",
+                    "final (%)": f"{r['acc_final']:.2f}", "best (%)": _num(r.get("acc_best"), ".2f"),
+                    "best epoch": str(r.get("best_epoch", "—")), "epochs": str(r.get("epochs", "—")),
+                    "server s": _num(r.get("server_seconds"), ".0f"),
                     "gate kept / proposed": f"{upd['kept']} / {upd['proposed']}" if upd else "—",
                     "fine-tunes": str(ex["finetunes"]) if "finetunes" in ex else "—",
                     "guards": "failed: " + ", ".join(bad) if bad else "passed" if r.get("guards") else "—"}
