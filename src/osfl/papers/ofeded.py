@@ -35,6 +35,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -424,7 +425,7 @@ def student_bars(params: dict, results_root: Path) -> tuple[dict, dict]:
         for e in entries:
             recs = by_id.get(e["id"], [])
             if recs:
-                group = e.get("student") or f"{_run_model(params, params.get('model'))} (the clients')"
+                group = e.get("student") or f"{_run_model(params)} (the clients')"
                 side = run_side(results_root, ds, split, e["id"], _series_of(e["id"]), recs)
                 groups.setdefault(group, {})[side.name] = _mean(side)
                 sides.setdefault(group, {})[side.name] = side
@@ -433,26 +434,22 @@ def student_bars(params: dict, results_root: Path) -> tuple[dict, dict]:
     return panels, numbers
 
 
-def _run_model(params: dict, name: str) -> str:
-    """The architecture the runs used for ``name``: its cpu-profile replacement under ``profile: cpu``."""
-    if params.get("profile") != "cpu":
-        return name
-    return next((m["to"] for m in (params.get("cpu") or {}).get("models") or [] if m["from"] == name), name)
+def _run_model(params: dict) -> str:
+    """The clients' architecture as the runs used it (the params under their profile: cpu's replacement)."""
+    return cpu_profile.apply(params)["model"]
 
 
-def _model_bytes(name: str, dataset: str, params: dict | None = None) -> int:
-    """Bytes of a model's upload: every tensor of its state dict (parameters and buffers) as stored, for the model
-    the runs used (``params``' cpu-profile replacement of ``name``) at the runs' input size (``inputs.size``)."""
+def _model_bytes(name: str, dataset: str, inputs: Any = None) -> int:
+    """Bytes of a model's upload: every tensor of its state dict (parameters and buffers) as stored, at the runs'
+    input size (the params' ``inputs``)."""
     import torch
 
     from ..data import get_spec
     from ..data.inputs import InputPrep
     from ..models import build_model
 
-    params = params or {}
-    name = _run_model(params, name)
     spec = get_spec(dataset)
-    spec = InputPrep.from_params(params.get("inputs"), dataset, spec.shape[0]).spec(spec)
+    spec = InputPrep.from_params(inputs, dataset, spec.shape[0]).spec(spec)
     torch.manual_seed(0)  # the weights do not change a size
     model = build_model(name, spec.shape, spec.num_classes)
     return sum(t.numel() * t.element_size() for t in model.state_dict().values())
@@ -489,8 +486,9 @@ def cost_numbers(params: dict, results_root: Path) -> dict:
                 continue
             mean = (lambda v: float(np.mean(v)) if v else None)
             out[(ds, split)] = {"local": mean(local), "dm": mean(dm), "s_bytes": mean(s_bytes),
-                                "model_bytes": k * _model_bytes(params.get("model"), ds, params),
-                                "res_bytes": k * _model_bytes(cost.get("resnet", "resnet18"), ds, params),
+                                "model_bytes": k * _model_bytes(_run_model(params), ds, params.get("inputs")),
+                                "res_bytes": k * _model_bytes(cost.get("resnet", "resnet18"), ds,
+                                                              params.get("inputs")),
                                 "sc": {m: mean(v) for m, v in sc.items()},
                                 "rounds": int(cost.get("fedavg_rounds", 10)), "seeds": len(local)}
     return out
