@@ -104,6 +104,48 @@ def test_a_diverging_cvae_stops_with_one_line_naming_the_epoch():
                    gen=torch.Generator().manual_seed(4))
 
 
+def _cvae_part(tmp_path, monkeypatch, diverge_first: int, retries: int):
+    """_train_cvaes on two clients of _data() whose first ``diverge_first`` attempts diverge (the real training
+    runs after them); returns the summary and the generator seeds each attempt drew."""
+    from types import SimpleNamespace
+
+    import osfl.stages.train_part as tp
+    from osfl.generative.cvae import CVAEDiverged
+
+    x, y = _data()
+    seeds, real = [], tp.train_cvae
+
+    def flaky(model, *a, gen, **kw):
+        seeds.append(gen.initial_seed())
+        if len(seeds) <= diverge_first:
+            raise CVAEDiverged("CVAE training diverged in epoch 3 of 2", 3)
+        return real(model, *a, gen=gen, **kw)
+
+    monkeypatch.setattr(tp, "train_cvae", flaky)
+    pt = SimpleNamespace(client_indices=[list(range(24)), list(range(24, 48))], class_counts=[[8, 8, 8]] * 2)
+    spec = SimpleNamespace(shape=(1, 28, 28), num_classes=3)
+    from osfl.config import CVAETraining
+    summary = tp._train_cvaes(tmp_path / "out", [0, 1], "cvae_small", pt, x, y, spec, 0, 2,
+                              CVAETraining(epochs=2, batch_size=16, lr=1e-3), "cpu", retries=retries,
+                              progress=False, live=tmp_path / "live")
+    return summary, seeds
+
+
+def test_a_diverged_cvae_client_restarts_from_a_fresh_draw_and_says_so(tmp_path, monkeypatch):
+    summary, seeds = _cvae_part(tmp_path, monkeypatch, diverge_first=1, retries=2)
+    assert [s.get("diverged_in_epochs") for s in summary] == [[3], None]
+    assert len(seeds) == 3 and len(set(seeds)) == 3  # client 0's retry draws anew; client 1 as without retries
+    from osfl.runtime import derive_seed
+    assert seeds[1] == derive_seed(0, "client-data", 0, "retry", 1) and seeds[2] == derive_seed(0, "client-data", 1)
+    assert len(list((tmp_path / "out").iterdir())) == 2  # one upload per client, the diverged attempt's none
+
+
+def test_a_cvae_client_that_diverges_past_its_retries_stops_naming_it(tmp_path, monkeypatch):
+    with pytest.raises(RuntimeError, match=r"^client 0: CVAE training diverged .* \(attempt 2 of 2; raise the part's "
+                                           r"retries or lower cvae.lr\)$"):
+        _cvae_part(tmp_path, monkeypatch, diverge_first=2, retries=1)
+
+
 def test_a_server_refuses_a_part_that_did_not_finish(tmp_path):
     """A part's folder without its index.json (written last) is not a cohort: read_cohort says which stage to run."""
     from osfl.stages.server import read_cohort

@@ -20,6 +20,13 @@ from ..evaluation import to_float
 from ..models.cvae import CVAE
 
 
+class CVAEDiverged(RuntimeError):
+    """A CVAE's training turned its reconstruction non-finite; ``epoch`` is the epoch it happened in."""
+
+    def __init__(self, message: str, epoch: int):
+        super().__init__(message)
+        self.epoch = epoch
+
 
 def cvae_loss(model: CVAE, x: torch.Tensor, y: torch.Tensor, noise: torch.Tensor, *, beta: float = 1.0,
               reduction: str = "batch_mean") -> torch.Tensor:
@@ -54,8 +61,8 @@ def train_cvae(model: CVAE, x_u8: torch.Tensor, y: torch.Tensor, *, epochs: int,
             try:
                 loss = cvae_loss(model, to_float(x_u8[idx]), y[idx], noise, beta=beta, reduction=reduction)
             except RuntimeError as err:  # BCE refuses a NaN reconstruction: the training diverged
-                raise RuntimeError(f"CVAE training diverged in epoch {epoch} of {epochs} (Adam lr {lr}; last epoch's "
-                                   f"mean loss {loss_val:.2f}): {err}") from err
+                raise CVAEDiverged(f"CVAE training diverged in epoch {epoch} of {epochs} (Adam lr {lr}; last epoch's "
+                                   f"mean loss {loss_val:.2f}): {err}", epoch) from err
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -17,7 +17,10 @@ architecture with its own shared initial model). A classifier part trains as ``t
 or, with ``optimizer: adam``, Adam one client at a time; a shared initial model per architecture) and uploads
 ``classifier``; a conditional-VAE part trains each client's CVAE (``cvae``, :class:`CVAETraining`) and uploads
 only its decoder and label histogram (``cvae_decoder``). A part's own ``local`` / ``cvae`` keys override the shared
-ones. Each part is trained once and every server cohort that lists it reads the same uploads, so a client is never
+ones. ``retries`` (CVAE parts only; default 0) restarts a client whose CVAE training diverges (its reconstruction
+turns non-finite: FedMHO's Adam lr 5e-2 does this to some clients) from a fresh draw of its initial model, order
+and noise, at most that many times; the part's record says, per client, in which epochs earlier attempts diverged.
+Each part is trained once and every server cohort that lists it reads the same uploads, so a client is never
 trained twice.
 """
 from __future__ import annotations
@@ -32,9 +35,9 @@ from tqdm.auto import tqdm
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..cpu_profile import client_guard, warn_failed
-from ..config import CVAETraining, LocalTraining, scaled_epochs
+from ..config import CVAETraining, LocalTraining, check_int, scaled_epochs
 from ..errors import ConfigError, unknown_key
-from ..generative.cvae import train_cvae
+from ..generative.cvae import CVAEDiverged, train_cvae
 from ..generative.synthesis import write_decoder_upload
 from ..live import ClientsLive
 from ..models import MODELS, build_model, resolve_model_name
@@ -44,7 +47,7 @@ from ..runtime import derive_seed, seeded_init, write_json
 from .common import for_dataset, load_config, load_data, parser, require_input, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record
 
-PART_KEYS = ("name", "half", "clients", "model", "local", "cvae")
+PART_KEYS = ("name", "half", "clients", "model", "local", "cvae", "retries")
 HALVES = ("first", "second")
 
 
@@ -88,7 +91,8 @@ def resolve_part(params: dict, name: str, dataset: str, shape, clients: int) -> 
         archs.append(resolve_model_name(model, shape, key=k))
     local = LocalTraining.from_params({**(params.get("local") or {}), **(part.get("local") or {})})
     cvae = CVAETraining.from_params({**(params.get("cvae") or {}), **(part.get("cvae") or {})}, key=f"{key}.cvae")
-    return {"name": name, "ids": ids, "archs": archs, "local": local, "cvae": cvae}
+    retries = check_int(f"{key}.retries", part.get("retries", 0), minimum=0)
+    return {"name": name, "ids": ids, "archs": archs, "local": local, "cvae": cvae, "retries": retries}
 
 
 def _part_ids(part: dict, key: str, clients: int) -> list[int]:
@@ -146,8 +150,11 @@ def _run(args) -> None:
         epochs = scaled_epochs(train.epochs, profile)
         info = {**train.as_dict(), "epochs_run": epochs, "profile": profile.name}
         summary = _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train, device,
-                               progress=not args.no_progress, live=live)
+                               retries=part["retries"], progress=not args.no_progress, live=live)
     else:
+        if part["retries"]:
+            raise ConfigError(f"parts.{args.part}.retries", "restarts diverged CVAE training; this part's clients "
+                                                            "are classifiers")
         local = part["local"]
         epochs = scaled_epochs(local.epochs, profile)
         augment = resolve_augment(local.augment, spec.shape)
@@ -174,6 +181,8 @@ def _run(args) -> None:
     write_runtime_record(runtime_record(paths, f"clients-{args.part}"), seconds, device, cfg["runtime"],
                          per_client_seconds=per_client_seconds)
     record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "per_client": summary}
+    if generative:
+        record["retries"] = part["retries"]
     if not generative:
         record["local_acc_mean"] = float(np.mean([s["local_test_acc"] for s in summary]))
         guards = client_guard(params, [s["local_test_acc"] for s in summary])
@@ -186,33 +195,52 @@ def _run(args) -> None:
 
 
 def _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train: CVAETraining, device, *,
-                 progress: bool, live) -> list[dict]:
+                 retries: int, progress: bool, live) -> list[dict]:
     """Each client's CVAE: drawn under ``derive_seed(seed, "client-init", k)``, trained with a generator seeded by
-    ``derive_seed(seed, "client-data", k)`` (order and noise); its decoder upload written under ``out``."""
+    ``derive_seed(seed, "client-data", k)`` (order and noise); its decoder upload written under ``out``. A diverged
+    attempt r (1, 2, ...) is followed by a fresh one under the same labels with ``"retry", r`` appended, up to
+    ``retries`` of them; the client's curve continues across attempts."""
     bar = tqdm(total=epochs * len(ids), desc=f"{len(ids)} {arch} clients", disable=not progress, mininterval=1.0,
                unit="epoch")
     logger = ClientsLive(live, len(ids))
     summary = []
     try:
         for j, k in enumerate(ids):
-            with seeded_init(derive_seed(seed, "client-init", k)):
-                model = build_model(arch, spec.shape, spec.num_classes)
-            model = model.to(device)
             idx = torch.from_numpy(np.asarray(pt.client_indices[k])).to(device)
-            gen = torch.Generator().manual_seed(derive_seed(seed, "client-data", k))
-
-            def on_epoch(e: int, loss: float, j=j) -> None:
-                bar.set_postfix(client=k, loss=f"{loss:.2f}", refresh=False)
-                bar.update(1)
-                logger.epoch(j, e, loss)
-
+            diverged: list[int] = []  # the epoch in which each failed attempt diverged
             t = time.perf_counter()
-            res = train_cvae(model, x_all[idx], y_all[idx], epochs=epochs, batch_size=train.batch_size, lr=train.lr,
-                             gen=gen, beta=train.beta, reduction=train.reduction, on_epoch=on_epoch)
+            while True:
+                tail = ("retry", len(diverged)) if diverged else ()
+                with seeded_init(derive_seed(seed, "client-init", k, *tail)):
+                    model = build_model(arch, spec.shape, spec.num_classes)
+                model = model.to(device)
+                gen = torch.Generator().manual_seed(derive_seed(seed, "client-data", k, *tail))
+                done = sum(diverged)
+
+                def on_epoch(e: int, loss: float, j=j, done=done) -> None:
+                    bar.set_postfix(client=k, loss=f"{loss:.2f}", refresh=False)
+                    bar.update(1)
+                    logger.epoch(j, done + e, loss)
+
+                try:
+                    res = train_cvae(model, x_all[idx], y_all[idx], epochs=epochs, batch_size=train.batch_size,
+                                     lr=train.lr, gen=gen, beta=train.beta, reduction=train.reduction,
+                                     on_epoch=on_epoch)
+                    break
+                except CVAEDiverged as err:
+                    diverged.append(err.epoch)
+                    if len(diverged) > retries:
+                        raise CVAEDiverged(f"client {k}: {err} (attempt {len(diverged)} of {retries + 1}; raise "
+                                           f"the part's retries or lower cvae.lr)", err.epoch) from err
+                    bar.total += epochs
+                    tqdm.write(f"client {k}: {err}; retrying from a fresh draw ({len(diverged)} of {retries})")
             write_decoder_upload(out, k, model.cpu(), arch=arch, input_shape=spec.shape, num_classes=spec.num_classes,
                                  label_histogram=pt.class_counts[k], n_samples=len(idx))
-            summary.append({"client": k, "n_samples": int(len(idx)), "final_loss": res.final_loss,
-                            "seconds": time.perf_counter() - t})
+            entry = {"client": k, "n_samples": int(len(idx)), "final_loss": res.final_loss,
+                     "seconds": time.perf_counter() - t}
+            if diverged:
+                entry["diverged_in_epochs"] = diverged
+            summary.append(entry)
     finally:
         bar.close()
         logger.end()
