@@ -68,6 +68,12 @@ def test_guards_pass_and_fail_on_their_floors():
     assert cpu_profile.server_guard(p, 15.0, 10)["server_gain_min"]["passed"]
     bad = cpu_profile.server_guard(p, 14.9, 10)
     assert not bad["server_gain_min"]["passed"] and bad["server_gain_min"]["floor"] == 15.0
+    assert cpu_profile.cvae_guard(p, [1.0], [2.0]) is None  # not set in this block
+    p["cpu"]["guards"]["cvae_below_mean_image_min"] = 100.0
+    assert cpu_profile.cvae_guard(p, [250.0, 300.0], [390.0, 380.0])["cvae_below_mean_image_min"]["passed"]
+    one = cpu_profile.cvae_guard(p, [250.0, 5e27], [390.0, 380.0])["cvae_below_mean_image_min"]
+    assert one == {"floor": 100.0, "value": 50.0, "passed": False}
+    assert "CVAE clients ending below their data's mean-image loss ≥ 100 %" in cpu_profile.describe(p)
     assert cpu_profile.passed({"guards": ok}) and not cpu_profile.passed({"guards": {**ok, **bad}})
     assert cpu_profile.passed({}) and cpu_profile.client_guard({}, [50.0]) is None
 

@@ -104,7 +104,25 @@ def test_a_diverging_cvae_stops_with_one_line_naming_the_epoch():
                    gen=torch.Generator().manual_seed(4))
 
 
-def _cvae_part(tmp_path, monkeypatch, diverge_first: int, retries: int):
+def test_the_mean_image_loss_lies_between_a_trained_and_an_untrained_cvae():
+    """A decoder that draws the data's mean image: a trained CVAE ends below it, an untrained one (sigmoid ~ 0.5,
+    784 ln 2 per image) above it; FedMHO's lr 5e-2 left one client at a finite 5e27."""
+    from osfl.generative.cvae import mean_image_loss
+
+    x, y = _data()
+    base = mean_image_loss(x, batch_size=16)
+    xf = (x.float() / 255).flatten(1)
+    m = xf.mean(0).clamp(1e-6, 1 - 1e-6)
+    assert base == pytest.approx(float(-(xf * m.log() + (1 - xf) * (1 - m).log()).sum(1).mean()), rel=1e-5)
+    assert mean_image_loss(x, batch_size=16, reduction="sum") == pytest.approx(16 * base, rel=1e-5)  # 3 full batches
+    for lr, epochs, below in ((1e-9, 1, False), (1e-2, 30, True)):
+        torch.manual_seed(0)
+        res = train_cvae(build_model("cvae_small", (1, 28, 28), 3), x, y, epochs=epochs, batch_size=16, lr=lr,
+                         gen=torch.Generator().manual_seed(4))
+        assert (res.final_loss < base) is below
+
+
+def _cvae_part(tmp_path, monkeypatch, diverge_first: int, retries: int, lr: float = 1e-2, epochs: int = 30):
     """_train_cvaes on two clients of _data() whose first ``diverge_first`` attempts diverge (the real training
     runs after them); returns the summary and the generator seeds each attempt drew."""
     from types import SimpleNamespace
@@ -125,8 +143,8 @@ def _cvae_part(tmp_path, monkeypatch, diverge_first: int, retries: int):
     pt = SimpleNamespace(client_indices=[list(range(24)), list(range(24, 48))], class_counts=[[8, 8, 8]] * 2)
     spec = SimpleNamespace(shape=(1, 28, 28), num_classes=3)
     from osfl.config import CVAETraining
-    summary = tp._train_cvaes(tmp_path / "out", [0, 1], "cvae_small", pt, x, y, spec, 0, 2,
-                              CVAETraining(epochs=2, batch_size=16, lr=1e-3), "cpu", retries=retries,
+    summary = tp._train_cvaes(tmp_path / "out", [0, 1], "cvae_small", pt, x, y, spec, 0, epochs,
+                              CVAETraining(epochs=epochs, batch_size=16, lr=lr), "cpu", retries=retries,
                               progress=False, live=tmp_path / "live")
     return summary, seeds
 
@@ -138,6 +156,15 @@ def test_a_diverged_cvae_client_restarts_from_a_fresh_draw_and_says_so(tmp_path,
     from osfl.runtime import derive_seed
     assert seeds[1] == derive_seed(0, "client-data", 0, "retry", 1) and seeds[2] == derive_seed(0, "client-data", 1)
     assert len(list((tmp_path / "out").iterdir())) == 2  # one upload per client, the diverged attempt's none
+    assert all(s["final_loss"] < s["mean_image_loss"] for s in summary)
+
+
+def test_a_cvae_client_above_its_mean_image_retries_then_is_kept(tmp_path, monkeypatch):
+    """Finite but useless (lr 1e-9, one epoch): each client tries 1 + retries times, then the last attempt is kept
+    (train_part records the failed guard cvae_below_mean_image)."""
+    summary, seeds = _cvae_part(tmp_path, monkeypatch, diverge_first=0, retries=1, lr=1e-9, epochs=1)
+    assert len(seeds) == 4 and [s["diverged_in_epochs"] for s in summary] == [[1], [1]]
+    assert all(s["final_loss"] > s["mean_image_loss"] for s in summary)
 
 
 def test_a_cvae_client_that_diverges_past_its_retries_stops_naming_it(tmp_path, monkeypatch):

@@ -13,7 +13,9 @@ A paper's params file defines what ``profile: cpu`` means for it in a ``cpu`` bl
 Under any other profile the block is inert, except ``guards``, which every run checks and records whatever the
 profile: ``client_acc_mean_min`` is the floor (%) of the mean local test accuracy of a
 part's (or cohort's) classifier clients, ``server_gain_min``
-how many points above chance (100 / classes) a server's best accuracy must reach. A run that fails a guard keeps its
+how many points above chance (100 / classes) a server's best accuracy must reach, ``cvae_below_mean_image_min``
+the share (%) of a part's CVAE clients whose last epoch's loss must lie below the loss of their data's mean image
+(a decoder that ignores z and y). A run that fails a guard keeps its
 results and says so in its record (``guards``); the reports show it and draw no verdict from it.
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any, Mapping
 from .errors import ConfigError, unknown_key
 
 CPU_KEYS = ("budget", "set", "models", "guards")
-GUARD_KEYS = ("client_acc_mean_min", "server_gain_min")
+GUARD_KEYS = ("client_acc_mean_min", "server_gain_min", "cvae_below_mean_image_min")
 
 
 def _entries(block: Mapping, key: str, fields: tuple[str, ...]) -> list[dict]:
@@ -114,6 +116,16 @@ def server_guard(params: Mapping, best: float, num_classes: int) -> dict | None:
     return {"server_gain_min": {"floor": floor, "value": float(best), "passed": float(best) >= floor}}
 
 
+def cvae_guard(params: Mapping, final: list[float], mean_image: list[float]) -> dict | None:
+    """A CVAE part's guard record: the share (%) of its clients whose last epoch's loss (``final``) lies below their
+    data's mean image's (``mean_image``), against ``cvae_below_mean_image_min``."""
+    floor = guard_floors(params).get("cvae_below_mean_image_min")
+    if floor is None or not final:
+        return None
+    share = 100.0 * sum(f < m for f, m in zip(final, mean_image)) / len(final)
+    return {"cvae_below_mean_image_min": {"floor": float(floor), "value": share, "passed": share >= floor}}
+
+
 def passed(record: Mapping) -> bool:
     """Whether a run record's guards (if any) all passed."""
     return all(g.get("passed", True) for g in (record.get("guards") or {}).values())
@@ -138,6 +150,8 @@ def describe(params: Mapping) -> str:
             txt.append(f"clients' mean local accuracy ≥ {g['client_acc_mean_min']:g} %")
         if "server_gain_min" in g:
             txt.append(f"server best ≥ chance + {g['server_gain_min']:g} points")
+        if "cvae_below_mean_image_min" in g:
+            txt.append(f"CVAE clients ending below their data's mean-image loss ≥ {g['cvae_below_mean_image_min']:g} %")
         parts.append("regime guards: " + ", ".join(txt) + " (a run failing one feeds no verdict)")
     from .data.inputs import describe as inputs_note
 

@@ -8,6 +8,7 @@ come from the caller's seeded generator, so a client's training is reproducible 
 """
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import torch
@@ -21,7 +22,7 @@ from ..models.cvae import CVAE
 
 
 class CVAEDiverged(RuntimeError):
-    """A CVAE's training turned its reconstruction non-finite; ``epoch`` is the epoch it happened in."""
+    """A CVAE's training diverged (:func:`train_cvae`); ``epoch`` is the epoch it was found in."""
 
     def __init__(self, message: str, epoch: int):
         super().__init__(message)
@@ -38,12 +39,28 @@ def cvae_loss(model: CVAE, x: torch.Tensor, y: torch.Tensor, noise: torch.Tensor
     return total / len(x) if reduction == "batch_mean" else total
 
 
+def mean_image_loss(x_u8: torch.Tensor, *, batch_size: int, reduction: str = "batch_mean") -> float:
+    """The loss, per batch as :func:`cvae_loss` reports it, of a decoder that ignores z and y and draws the data's
+    mean image: the BCE of every image against the pixel-wise mean (clamped into (0, 1)), KL 0. A CVAE, even one
+    whose latent collapsed, decodes at least its class means, so its loss lies below this."""
+    x = to_float(x_u8).flatten(1)
+    mean = x.mean(0, keepdim=True).clamp(1e-6, 1 - 1e-6)
+    per = F.binary_cross_entropy(mean.expand_as(x), x, reduction="none").sum(1)
+    batches = [per[i : i + batch_size] for i in range(0, len(per), batch_size)]
+    vals = [b.mean() if reduction == "batch_mean" else b.sum() for b in batches]
+    return float(torch.stack(vals).mean()) if vals else float("nan")
+
+
 def train_cvae(model: CVAE, x_u8: torch.Tensor, y: torch.Tensor, *, epochs: int, batch_size: int, lr: float,
                gen: torch.Generator, beta: float = 1.0, reduction: str = "batch_mean",
                on_epoch: Callable[[int, float], None] | None = None) -> TrainResult:
     """Adam on :func:`cvae_loss` for ``epochs`` passes over (x_u8, y), tensors on the model's device; a fresh
     permutation per epoch and every ε drawn from ``gen`` (a CPU generator). ``final_loss`` is the last epoch's
-    mean loss per batch."""
+    mean loss per batch.
+
+    Raises :class:`CVAEDiverged` when the training diverged: a reconstruction or the last epoch's mean loss turned
+    non-finite. A finite loss may still be useless (FedMHO's Adam lr 5e-2 left one client at 5e27): compare it with
+    :func:`mean_image_loss`, as ``train_part`` does."""
     if reduction not in REDUCTIONS:
         raise ConfigError("cvae.reduction", f"{reduction!r} is not one of {', '.join(REDUCTIONS)}")
     if not isinstance(model, CVAE):
@@ -74,4 +91,6 @@ def train_cvae(model: CVAE, x_u8: torch.Tensor, y: torch.Tensor, *, epochs: int,
         if on_epoch is not None:
             on_epoch(epoch, loss_val)
     model.eval()
+    if epochs and not math.isfinite(loss_val):
+        raise CVAEDiverged(f"CVAE training diverged: its last epoch's mean loss is {loss_val} (Adam lr {lr})", epochs)
     return TrainResult(epochs, steps, seen, loss_val)

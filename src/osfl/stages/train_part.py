@@ -17,9 +17,13 @@ architecture with its own shared initial model). A classifier part trains as ``t
 or, with ``optimizer: adam``, Adam one client at a time; a shared initial model per architecture) and uploads
 ``classifier``; a conditional-VAE part trains each client's CVAE (``cvae``, :class:`CVAETraining`) and uploads
 only its decoder and label histogram (``cvae_decoder``). A part's own ``local`` / ``cvae`` keys override the shared
-ones. ``retries`` (CVAE parts only; default 0) restarts a client whose CVAE training diverges (its reconstruction
-turns non-finite: FedMHO's Adam lr 5e-2 does this to some clients) from a fresh draw of its initial model, order
-and noise, at most that many times; the part's record says, per client, in which epochs earlier attempts diverged.
+ones. A CVAE client is in its regime when its last epoch's loss lies below the loss of its data's mean image (a decoder
+that ignores z and y; ``mean_image_loss``): the part's record carries the share of such clients as the guard
+``cvae_below_mean_image_min`` (where the params' ``cpu.guards`` set it), which every server that reads the part
+inherits. ``retries`` (CVAE parts only; default
+0) restarts a client whose training diverged (its reconstruction or loss turned non-finite) or ended above its mean
+image from a fresh draw of its initial model, order and noise, at most that many times (FedMHO's Adam lr 5e-2 does
+both to some clients); the part's record says, per client, in which epochs earlier attempts failed.
 Each part is trained once and every server cohort that lists it reads the same uploads, so a client is never
 trained twice.
 """
@@ -34,10 +38,10 @@ from tqdm.auto import tqdm
 
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
-from ..cpu_profile import client_guard, warn_failed
+from ..cpu_profile import client_guard, cvae_guard, warn_failed
 from ..config import CVAETraining, LocalTraining, check_int, scaled_epochs
 from ..errors import ConfigError, unknown_key
-from ..generative.cvae import CVAEDiverged, train_cvae
+from ..generative.cvae import CVAEDiverged, mean_image_loss, train_cvae
 from ..generative.synthesis import write_decoder_upload
 from ..live import ClientsLive
 from ..models import MODELS, build_model, resolve_model_name
@@ -183,6 +187,10 @@ def _run(args) -> None:
     record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "per_client": summary}
     if generative:
         record["retries"] = part["retries"]
+        guards = cvae_guard(params, [s["final_loss"] for s in summary], [s["mean_image_loss"] for s in summary])
+        if guards:  # a decoder worse than its data's mean image feeds the servers noise
+            record["guards"] = guards
+            warn_failed(f"part {args.part}", guards)
     if not generative:
         record["local_acc_mean"] = float(np.mean([s["local_test_acc"] for s in summary]))
         guards = client_guard(params, [s["local_test_acc"] for s in summary])
@@ -197,9 +205,10 @@ def _run(args) -> None:
 def _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train: CVAETraining, device, *,
                  retries: int, progress: bool, live) -> list[dict]:
     """Each client's CVAE: drawn under ``derive_seed(seed, "client-init", k)``, trained with a generator seeded by
-    ``derive_seed(seed, "client-data", k)`` (order and noise); its decoder upload written under ``out``. A diverged
-    attempt r (1, 2, ...) is followed by a fresh one under the same labels with ``"retry", r`` appended, up to
-    ``retries`` of them; the client's curve continues across attempts."""
+    ``derive_seed(seed, "client-data", k)`` (order and noise); its decoder upload written under ``out``. An attempt
+    that diverged or ended above the mean image's loss is followed by a fresh one under the same labels with
+    ``"retry", r`` appended (r = 1, 2, ...), up to ``retries`` of them; the last attempt is kept whatever its loss
+    (non-finite: the part stops). The client's curve continues across attempts."""
     bar = tqdm(total=epochs * len(ids), desc=f"{len(ids)} {arch} clients", disable=not progress, mininterval=1.0,
                unit="epoch")
     logger = ClientsLive(live, len(ids))
@@ -207,7 +216,8 @@ def _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train: CV
     try:
         for j, k in enumerate(ids):
             idx = torch.from_numpy(np.asarray(pt.client_indices[k])).to(device)
-            diverged: list[int] = []  # the epoch in which each failed attempt diverged
+            diverged: list[int] = []  # the epoch in which each failed attempt diverged (its last: ended too high)
+            base = mean_image_loss(x_all[idx], batch_size=train.batch_size, reduction=train.reduction)
             t = time.perf_counter()
             while True:
                 tail = ("retry", len(diverged)) if diverged else ()
@@ -226,18 +236,23 @@ def _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train: CV
                     res = train_cvae(model, x_all[idx], y_all[idx], epochs=epochs, batch_size=train.batch_size,
                                      lr=train.lr, gen=gen, beta=train.beta, reduction=train.reduction,
                                      on_epoch=on_epoch)
-                    break
                 except CVAEDiverged as err:
                     diverged.append(err.epoch)
                     if len(diverged) > retries:
                         raise CVAEDiverged(f"client {k}: {err} (attempt {len(diverged)} of {retries + 1}; raise "
                                            f"the part's retries or lower cvae.lr)", err.epoch) from err
-                    bar.total += epochs
-                    tqdm.write(f"client {k}: {err}; retrying from a fresh draw ({len(diverged)} of {retries})")
+                    why = str(err)
+                else:
+                    if res.final_loss < base or len(diverged) >= retries:
+                        break  # in its regime, or out of retries: kept, and the guard says so
+                    diverged.append(epochs)
+                    why = f"its last epoch's loss {res.final_loss:.4g} is above its mean image's {base:.2f}"
+                bar.total += epochs
+                tqdm.write(f"client {k}: {why}; retrying from a fresh draw ({len(diverged)} of {retries})")
             write_decoder_upload(out, k, model.cpu(), arch=arch, input_shape=spec.shape, num_classes=spec.num_classes,
                                  label_histogram=pt.class_counts[k], n_samples=len(idx))
             entry = {"client": k, "n_samples": int(len(idx)), "final_loss": res.final_loss,
-                     "seconds": time.perf_counter() - t}
+                     "mean_image_loss": base, "seconds": time.perf_counter() - t}
             if diverged:
                 entry["diverged_in_epochs"] = diverged
             summary.append(entry)
