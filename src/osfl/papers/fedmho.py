@@ -632,14 +632,14 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
         elif art.id == "table04":
             cells, numbers = table04(params, runs, load_published_table(art), load_published_table(art, "std"))
             gap = np.mean([v["mean"] - v["paper"] for v in numbers.values() if not math.isnan(v["paper"])] or [0.0])
-            gaps = [abs(v["mean"] - v["paper"]) for v in numbers.values() if not math.isnan(v["paper"])]
+            gaps = [abs(float(v["mean"]) - float(v["paper"])) for v in numbers.values() if not math.isnan(v["paper"])]
             clients_note = parts_note(params, Path(results_root))
             put(art, cells, len(numbers), ACC_CELLS + seeds_note + " Rows: Dir(α) with the SPEC's inferred α."
                 + (f" {clients_note}" if clients_note else ""),
                 f"{len(numbers)} cells run ({len(cells)} rows); within 3 / 10 points of the paper: "
                 f"{sum(g <= 3 for g in gaps)} / {sum(g <= 10 for g in gaps)} of {len(gaps)}",
                 {"cells_run": len(numbers), "mean_gap": round(float(gap), 4),
-                 "within_3": sum(g <= 3 for g in gaps), "within_10": sum(g <= 10 for g in gaps)})
+                 "within_3": int(sum(g <= 3 for g in gaps)), "within_10": int(sum(g <= 10 for g in gaps))})
             verdicts += claims(table04_sides(params, Path(results_root), numbers)) if numbers else []
         elif art.id == "table02" and flops_file.is_file():
             record = json.loads(flops_file.read_text())
