@@ -122,9 +122,11 @@ def test_the_mean_image_loss_lies_between_a_trained_and_an_untrained_cvae():
         assert (res.final_loss < base) is below
 
 
-def _cvae_part(tmp_path, monkeypatch, diverge_first: int, retries: int, lr: float = 1e-2, epochs: int = 30):
-    """_train_cvaes on two clients of _data() whose first ``diverge_first`` attempts diverge (the real training
-    runs after them); returns the summary and the generator seeds each attempt drew."""
+def _cvae_part(tmp_path, monkeypatch, diverge_first: int, retries: int, lr: float = 1e-2, epochs: int = 30,
+               restart_above: bool = True, diverge_after: int = 0, logged: list | None = None):
+    """_train_cvaes on two clients of _data() whose first ``diverge_first`` attempts diverge after completing
+    ``diverge_after`` epochs (the real training runs after them); returns the summary and the generator seeds each
+    attempt drew. ``logged`` collects the (client, epoch) pairs the part's curve received."""
     from types import SimpleNamespace
 
     import osfl.stages.train_part as tp
@@ -136,22 +138,36 @@ def _cvae_part(tmp_path, monkeypatch, diverge_first: int, retries: int, lr: floa
     def flaky(model, *a, gen, **kw):
         seeds.append(gen.initial_seed())
         if len(seeds) <= diverge_first:
-            raise CVAEDiverged("CVAE training diverged in epoch 3 of 2", 3)
+            for e in range(1, diverge_after + 1):
+                kw["on_epoch"](e, 1.0)
+            raise CVAEDiverged(f"CVAE training diverged in epoch {diverge_after + 1} of 2", diverge_after + 1)
         return real(model, *a, gen=gen, **kw)
 
+    class Curve:  # the part's live curve, recorded
+        def __init__(self, *_):
+            pass
+
+        def epoch(self, client, epoch, loss):
+            if logged is not None:
+                logged.append((client, epoch))
+
+        def end(self):
+            pass
+
     monkeypatch.setattr(tp, "train_cvae", flaky)
+    monkeypatch.setattr(tp, "ClientsLive", Curve)
     pt = SimpleNamespace(client_indices=[list(range(24)), list(range(24, 48))], class_counts=[[8, 8, 8]] * 2)
     spec = SimpleNamespace(shape=(1, 28, 28), num_classes=3)
     from osfl.config import CVAETraining
     summary = tp._train_cvaes(tmp_path / "out", [0, 1], "cvae_small", pt, x, y, spec, 0, epochs,
                               CVAETraining(epochs=epochs, batch_size=16, lr=lr), "cpu", retries=retries,
-                              progress=False, live=tmp_path / "live")
+                              restart_above=restart_above, progress=False, live=tmp_path / "live")
     return summary, seeds
 
 
 def test_a_diverged_cvae_client_restarts_from_a_fresh_draw_and_says_so(tmp_path, monkeypatch):
     summary, seeds = _cvae_part(tmp_path, monkeypatch, diverge_first=1, retries=2)
-    assert [s.get("diverged_in_epochs") for s in summary] == [[3], None]
+    assert [s.get("diverged_in_epochs") for s in summary] == [[1], None]
     assert len(seeds) == 3 and len(set(seeds)) == 3  # client 0's retry draws anew; client 1 as without retries
     from osfl.runtime import derive_seed
     assert seeds[1] == derive_seed(0, "client-data", 0, "retry", 1) and seeds[2] == derive_seed(0, "client-data", 1)
@@ -165,6 +181,23 @@ def test_a_cvae_client_above_its_mean_image_retries_then_is_kept(tmp_path, monke
     summary, seeds = _cvae_part(tmp_path, monkeypatch, diverge_first=0, retries=1, lr=1e-9, epochs=1)
     assert len(seeds) == 4 and [s["diverged_in_epochs"] for s in summary] == [[1], [1]]
     assert all(s["final_loss"] > s["mean_image_loss"] for s in summary)
+
+
+def test_without_the_guard_a_cvae_client_above_its_mean_image_is_kept_at_once(tmp_path, monkeypatch):
+    """Where no cvae_below_mean_image_min guard is set (smoke), only divergence restarts a client."""
+    summary, seeds = _cvae_part(tmp_path, monkeypatch, diverge_first=0, retries=2, lr=1e-9, epochs=1,
+                                restart_above=False)
+    assert len(seeds) == 2 and all("diverged_in_epochs" not in s for s in summary)
+    assert all(s["final_loss"] > s["mean_image_loss"] for s in summary)
+
+
+def test_a_restarted_cvae_curve_continues_from_the_last_completed_epoch(tmp_path, monkeypatch):
+    """An attempt that diverged in epoch 3 completed 2: the retry's epochs are logged as 3, 4, ... (no gap)."""
+    logged = []
+    summary, _ = _cvae_part(tmp_path, monkeypatch, diverge_first=1, retries=1, epochs=3, diverge_after=2,
+                            logged=logged)
+    assert summary[0]["diverged_in_epochs"] == [3]
+    assert [e for c, e in logged if c == 0] == [1, 2, 3, 4, 5] and [e for c, e in logged if c == 1] == [1, 2, 3]
 
 
 def test_a_cvae_client_that_diverges_past_its_retries_stops_naming_it(tmp_path, monkeypatch):

@@ -91,7 +91,9 @@ def test_table10_parts_are_ranges_of_clients_with_a_model_each():
     for part, msg in (({"half": "first", "clients": [0, 2], "model": "cnn2"}, "^parts.p: give its clients as half"),
                       ({"clients": [8, 12], "model": "cnn2"}, r"^parts.p.clients: must be \[a, b\] with 0 <= a < b"),
                       ({"clients": [0, 2], "model": ["cnn2"]}, "^parts.p.model: lists 1 models for 2 clients"),
-                      ({"clients": [0, 2], "model": ["cnn2", "vgg10"]}, r"^parts.p.model\[1\]: unknown model")):
+                      ({"clients": [0, 2], "model": ["cnn2", "vgg10"]}, r"^parts.p.model\[1\]: unknown model"),
+                      ({"half": "second", "model": "cvae_small", "retries": -1}, "^parts.p.retries: "),
+                      ({"half": "second", "model": "cvae_small", "retries": "two"}, "^parts.p.retries: ")):
         with pytest.raises(ConfigError, match=msg):
             resolve_part(bad(**part), "p", "fmnist", (1, 28, 28), 10)
 

@@ -21,9 +21,10 @@ ones. A CVAE client is in its regime when its last epoch's loss lies below the l
 that ignores z and y; ``mean_image_loss``): the part's record carries the share of such clients as the guard
 ``cvae_below_mean_image_min`` (where the params' ``cpu.guards`` set it), which every server that reads the part
 inherits. ``retries`` (CVAE parts only; default
-0) restarts a client whose training diverged (its reconstruction or loss turned non-finite) or ended above its mean
-image from a fresh draw of its initial model, order and noise, at most that many times (FedMHO's Adam lr 5e-2 does
-both to some clients); the part's record says, per client, in which epochs earlier attempts failed.
+0) restarts a client whose training diverged (its reconstruction or loss turned non-finite) or, where that guard is
+set, ended above its mean image, from a fresh draw of its initial model, order and noise, at most that many times
+(FedMHO's Adam lr 5e-2 does both to some clients); the part's record says, per client, in which epochs earlier
+attempts failed. ``retries`` sits on a list entry, out of `dvc exp run -S`'s reach: change it in the params file.
 Each part is trained once and every server cohort that lists it reads the same uploads, so a client is never
 trained twice.
 """
@@ -38,7 +39,7 @@ from tqdm.auto import tqdm
 
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
-from ..cpu_profile import client_guard, cvae_guard, warn_failed
+from ..cpu_profile import client_guard, cvae_guard, guard_floors, warn_failed
 from ..config import CVAETraining, LocalTraining, check_int, scaled_epochs
 from ..errors import ConfigError, unknown_key
 from ..generative.cvae import CVAEDiverged, mean_image_loss, train_cvae
@@ -153,8 +154,11 @@ def _run(args) -> None:
         train = part["cvae"]
         epochs = scaled_epochs(train.epochs, profile)
         info = {**train.as_dict(), "epochs_run": epochs, "profile": profile.name}
+        # a decoder above its mean image is restarted only where the guard asks for better (not at smoke)
+        restart_above = "cvae_below_mean_image_min" in guard_floors(params)
         summary = _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train, device,
-                               retries=part["retries"], progress=not args.no_progress, live=live)
+                               retries=part["retries"], restart_above=restart_above, progress=not args.no_progress,
+                               live=live)
     else:
         if part["retries"]:
             raise ConfigError(f"parts.{args.part}.retries", "restarts diverged CVAE training; this part's clients "
@@ -185,30 +189,28 @@ def _run(args) -> None:
     write_runtime_record(runtime_record(paths, f"clients-{args.part}"), seconds, device, cfg["runtime"],
                          per_client_seconds=per_client_seconds)
     record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "per_client": summary}
-    if generative:
+    if generative:  # the regime guard: a decoder worse than its data's mean image feeds the servers noise
         record["retries"] = part["retries"]
         guards = cvae_guard(params, [s["final_loss"] for s in summary], [s["mean_image_loss"] for s in summary])
-        if guards:  # a decoder worse than its data's mean image feeds the servers noise
-            record["guards"] = guards
-            warn_failed(f"part {args.part}", guards)
-    if not generative:
+    else:  # clients at chance would feed every server of this part nothing
         record["local_acc_mean"] = float(np.mean([s["local_test_acc"] for s in summary]))
         guards = client_guard(params, [s["local_test_acc"] for s in summary])
-        if guards:  # the regime guard: clients at chance would feed every server of this part nothing
-            record["guards"] = guards
-            warn_failed(f"part {args.part}", guards)
+    if guards:
+        record["guards"] = guards
+        warn_failed(f"part {args.part}", guards)
     write_json(paths.results / f"clients-{args.part}.json", record)
     print(f"part {args.part}: {len(ids)} {', '.join(dict.fromkeys(archs))} clients x {epochs} epochs in "
           f"{seconds:.1f} s")
 
 
 def _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train: CVAETraining, device, *,
-                 retries: int, progress: bool, live) -> list[dict]:
+                 retries: int, restart_above: bool = True, progress: bool, live) -> list[dict]:
     """Each client's CVAE: drawn under ``derive_seed(seed, "client-init", k)``, trained with a generator seeded by
     ``derive_seed(seed, "client-data", k)`` (order and noise); its decoder upload written under ``out``. An attempt
-    that diverged or ended above the mean image's loss is followed by a fresh one under the same labels with
-    ``"retry", r`` appended (r = 1, 2, ...), up to ``retries`` of them; the last attempt is kept whatever its loss
-    (non-finite: the part stops). The client's curve continues across attempts."""
+    that diverged (or, with ``restart_above``, ended above the mean image's loss) is followed by a fresh one under
+    the same labels with ``"retry", r`` appended (r = 1, 2, ...), up to ``retries`` of them; the last attempt is kept
+    whatever its loss (non-finite: the part stops). The client's curve continues across attempts from the last
+    epoch the failed one completed."""
     bar = tqdm(total=epochs * len(ids), desc=f"{len(ids)} {arch} clients", disable=not progress, mininterval=1.0,
                unit="epoch")
     logger = ClientsLive(live, len(ids))
@@ -217,6 +219,7 @@ def _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train: CV
         for j, k in enumerate(ids):
             idx = torch.from_numpy(np.asarray(pt.client_indices[k])).to(device)
             diverged: list[int] = []  # the epoch in which each failed attempt diverged (its last: ended too high)
+            done = 0  # epochs completed by the failed attempts (one diverging mid-epoch did not complete that one)
             base = mean_image_loss(x_all[idx], batch_size=train.batch_size, reduction=train.reduction)
             t = time.perf_counter()
             while True:
@@ -225,9 +228,10 @@ def _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train: CV
                     model = build_model(arch, spec.shape, spec.num_classes)
                 model = model.to(device)
                 gen = torch.Generator().manual_seed(derive_seed(seed, "client-data", k, *tail))
-                done = sum(diverged)
+                completed = [0]
 
-                def on_epoch(e: int, loss: float, j=j, done=done) -> None:
+                def on_epoch(e: int, loss: float, j=j, done=done, completed=completed) -> None:
+                    completed[0] = e
                     bar.set_postfix(client=k, loss=f"{loss:.2f}", refresh=False)
                     bar.update(1)
                     logger.epoch(j, done + e, loss)
@@ -243,11 +247,12 @@ def _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train: CV
                                            f"the part's retries or lower cvae.lr)", err.epoch) from err
                     why = str(err)
                 else:
-                    if res.final_loss < base or len(diverged) >= retries:
-                        break  # in its regime, or out of retries: kept, and the guard says so
+                    if res.final_loss < base or not restart_above or len(diverged) >= retries:
+                        break  # in its regime, not asked to be, or out of retries: kept, and the guard says so
                     diverged.append(epochs)
                     why = f"its last epoch's loss {res.final_loss:.4g} is above its mean image's {base:.2f}"
-                bar.total += epochs
+                done += completed[0]
+                bar.total += completed[0]  # the bar's total counts every epoch that ran
                 tqdm.write(f"client {k}: {why}; retrying from a fresh draw ({len(diverged)} of {retries})")
             write_decoder_upload(out, k, model.cpu(), arch=arch, input_shape=spec.shape, num_classes=spec.num_classes,
                                  label_histogram=pt.class_counts[k], n_samples=len(idx))
