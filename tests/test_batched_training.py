@@ -119,6 +119,23 @@ def test_bf16_autocast_trains_close_to_fp32():
         assert a.final_loss != b.final_loss  # autocast really changed the arithmetic
 
 
+def test_bf16_steps_taken_inside_one_autocast_context_reach_the_next_forward():
+    """A server method trains inside ONE autocast context (protocols/one_shot.run_method): with torch's weight-cast
+    cache the second forward would reuse the first one's bf16 weights and ignore the step (DENSE ended at 10 %)."""
+    import torch
+
+    lin = torch.nn.Linear(8, 4)
+    x = torch.ones(2, 8)
+    opt = torch.optim.SGD(lin.parameters(), lr=0.5)
+    with Accel(precision="bf16").autocast(torch.device("cpu")):
+        before = lin(x)
+        before.float().square().sum().backward()
+        opt.step()
+        after = lin(x)
+    assert before.dtype == torch.bfloat16
+    assert not torch.equal(before, after)
+
+
 @pytest.mark.parametrize("runtime,message", [
     ({"batched_clients": "on"}, "runtime.batched_clients: unknown value 'on'; allowed: auto, true, false"),
     ({"precision": "fp16"}, "runtime.precision: unknown value 'fp16'; allowed: fp32, bf16"),

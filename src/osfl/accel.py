@@ -16,7 +16,10 @@ The values in force are recorded with every result (client manifests, server man
   model (:mod:`osfl.clients.batched`). ``auto`` = on for CUDA, off on the CPU (on a 2-core CPU the batched
   path is faster for the 2-layer CNN but slower for the 3-layer CNNs: ``benchmarks/bench_local_training.py``).
 * ``precision``: ``fp32`` | ``bf16``. bf16 autocast around forward passes and losses (local training and the server
-  methods); the optimiser state stays float32.
+  methods); the optimiser state stays float32. The autocast's weight-cast cache is off: a server method runs
+  inside ONE autocast context across its optimiser steps, and with the cache a parameter's bf16 copy, made at its
+  first forward, is reused until the context ends, so every later forward ignores the steps taken since (measured:
+  DENSE's student and generator froze and the student ended at 10.00 %).
 * ``channels_last``: channels-last memory format for the sequential client path on CUDA.
 * ``compile``: ``torch.compile`` the model of the sequential client path.
 """
@@ -73,9 +76,10 @@ class Accel:
         return bool(self.batched_clients)
 
     def autocast(self, device: torch.device):
-        """A context for forward passes: bf16 autocast when ``precision: bf16``, else a no-op."""
+        """A context for forward passes: bf16 autocast when ``precision: bf16``, else a no-op. Without the weight
+        cache: optimiser steps taken inside the context reach the next forward (module docstring)."""
         if self.precision == "bf16":
-            return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+            return torch.autocast(device_type=device.type, dtype=torch.bfloat16, cache_enabled=False)
         return contextlib.nullcontext()
 
     def in_force(self, device: torch.device) -> dict[str, Any]:
