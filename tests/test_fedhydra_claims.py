@@ -93,6 +93,20 @@ def test_degenerate_clients_are_not_judged():
     assert verdict.startswith("not judged: server curve flat at chance (3 epochs")
 
 
+def test_runs_that_failed_a_regime_guard_are_not_judged():
+    """A run whose clients or server failed a guard of the params' cpu block (osfl.cpu_profile) feeds no verdict."""
+    runs = {"fmnist-dir0.5": run("fmnist-dir0.5", {"fedavg": 60.0, "coboost": 40.0, "fedhydra": 70.0}, swing=1.0)}
+    runs["fmnist-dir0.5"].clients = {"local_acc_mean": 55.0, "guards": {
+        "client_acc_mean_min": {"floor": 60.0, "value": 55.0, "passed": False}}}
+    verdict, _ = verdicts(runs)[TABLE1]
+    assert verdict == "not judged: clients failed the regime guard client_acc_mean_min (55.00 < 60.00)"
+    runs["fmnist-dir0.5"].clients["guards"]["client_acc_mean_min"].update(floor=50.0, passed=True)
+    runs["fmnist-dir0.5"].metrics["coboost"]["guards"] = {
+        "server_gain_min": {"floor": 15.0, "value": 12.0, "passed": False}}
+    verdict, _ = verdicts(runs)[TABLE1]
+    assert verdict == "not judged: server failed the regime guard server_gain_min (12.00 < 15.00)"
+
+
 def test_ot_worst_on_2cc():
     """Over two seeds: the spread is the larger sample std. On one seed FedAvg against OT (both one-shot, no curve)
     has no spread."""

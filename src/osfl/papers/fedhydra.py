@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import cpu_profile
 from ..live import read_curve as read_live_curve
 from ..reporting.figures import bubble_panels, curve_panels, grouped_bar_panels, heatmap, image_rows
 from ..reporting.published import Artifact, load_artifacts, load_published_table, render_comparison
@@ -397,9 +398,11 @@ def table_cells(art: Artifact, runs: dict[str, Run], lambdas: list[dict], seeds=
     return ours
 
 
-def _note(runs_used: list[Run], profile: str, seeds_text: str = "") -> str:
-    parts = [f"Ours: final-epoch accuracy of one run, profile {profile}." if not seeds_text else
-             f"Ours: final-epoch accuracy, profile {profile}: {seeds_text}."]
+def _note(runs_used: list[Run], described: str, seeds_text: str = "") -> str:
+    """A Table 1/2-style caption: what our numbers are, then ``described`` (the profile, its reductions and guards,
+    the inputs and the precision: :func:`osfl.cpu_profile.describe`)."""
+    parts = ["Ours: final-epoch accuracy of one run." if not seeds_text else
+             f"Ours: final-epoch accuracy, {seeds_text}.", described]
     stand_in = sorted({r.dataset for r in runs_used if r.stand_in})
     if stand_in:
         parts.append("STAND-IN DATA (generated arrays, not the dataset) for: " + ", ".join(stand_in) + ".")
@@ -643,13 +646,22 @@ def _degenerate(run: Run, key: str | None) -> str | None:
     :mod:`osfl.reporting.spread`): its clients at chance or all equal (``clients.json``), its server curve flat at
     chance, or its recorded synthetic samples all the same image."""
     classes = NUM_CLASSES.get(run.dataset, 10)
-    reasons = [clients_at_chance(run.clients, classes)]
+    reasons = [clients_at_chance(run.clients, classes), _failed_guards("clients", run.clients)]
     if key is not None:
+        reasons.append(_failed_guards("server", run.metrics.get(key)))
         curve = run.curves.get(key)
         reasons.append(flat_at_chance(curve[1], classes) if curve else None)
         samples = (run.extras.get(key) or {}).get("synthetic_samples") or {}
         reasons.append(constant_samples(samples["images_u8"]) if samples.get("images_u8") else None)
     return "; ".join(r for r in reasons if r) or None
+
+
+def _failed_guards(who: str, record: dict | None) -> str | None:
+    """``"<who> failed the regime guard <name> (value < floor)"`` for each guard ``record`` failed, or None
+    (:mod:`osfl.cpu_profile`: a run that fails one feeds no verdict)."""
+    failed = [f"{name} ({g['value']:.2f} < {g['floor']:.2f})"
+              for name, g in ((record or {}).get("guards") or {}).items() if not g.get("passed", True)]
+    return f"{who} failed the regime guard {', '.join(failed)}" if failed else None
 
 
 def _swing(accs) -> float | None:
@@ -880,6 +892,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     lambdas = list(params.get("lambdas") or [])
     splits = list(params.get("splits") or [])
     profile = params.get("profile", "?")
+    described = cpu_profile.describe(params)
     seeds, base_seed = list((params.get("spread") or {}).get("seeds") or []), params.get("seed", 0)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
@@ -895,7 +908,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
         used = [r for r in runs.values() if r.metrics]
         need = NEEDS.get(art.id, "its datasets in `datasets`")
         extra = _variant_rows(art.id, params, ours)
-        note = (_note(used, profile, _seeds_text(art.id, runs, seeds, base_seed)) if ours
+        note = (_note(used, described, _seeds_text(art.id, runs, seeds, base_seed)) if ours
                 else f"Not run: needs {need} in papers/fedhydra/params.yaml.")
         if ours and art.id in HETERO_TABLES:
             archs = sorted({", ".join(c["arch"] for c in (r.clients or {}).get("per_client", []))
