@@ -244,3 +244,15 @@ def test_paper_profile_rows_name_reading_and_profile(tmp_path):
     assert "FedHydra [ae] (literal reading, unrecorded; paper profile) | 10.00 | 10.00 | — |" in ae  # no literal AE
     assert "| fmnist-dir0.5 / FedAvg (paper profile) | 70.40 | 70.40 | 63.48 |" in md.read_text()
     assert "quick profile final (same reading)" in lines[2]
+
+
+def test_the_ot_note_counts_runs_whose_alignment_moved_nothing():
+    """OT's record says which share of each client's hidden units its alignment moved; all 0 = OT is FedAvg."""
+    a = run("fmnist-dir0.5", {"fedavg": 60.0, "ot": 60.0})
+    b = run("fmnist-dir0.1", {"fedavg": 30.0, "ot": 28.0})
+    a.extras["ot"] = {"units_moved_share": {"0": 0.0, "1": 0.0}}
+    b.extras["ot"] = {"units_moved_share": {"0": 0.0, "1": 0.25}}
+    note = fh._ot_note("table01", {"fmnist-dir0.5": a, "fmnist-dir0.1": b})
+    assert note.startswith("OT: in 1 of 2 runs that record it the alignment moved no hidden unit")
+    assert fh._ot_note("table06", {"fmnist-dir0.5": a}) == ""
+    assert fh._ot_note("table01", {"fmnist-dir0.5": run("fmnist-dir0.5", {"ot": 60.0})}) == ""  # not recorded

@@ -202,6 +202,8 @@ def test_method_through_server_context(tmp_path):
                            "ground_metric": "euclidean", "solver": "exact assignment (scipy linear_sum_assignment)",
                            "skip_last_layer": True, "alignment": "weights"}
     assert torch.allclose(outputs(res.model, "cnn2"), outputs(a, "cnn2"), atol=1e-4)
+    # the permuted copies' units were moved (nearly all of them), and the record says how many
+    assert set(res.extras["units_moved_share"]) == {"0", "2"} and min(res.extras["units_moved_share"].values()) > 0.5
     # the largest client is the anchor: its parameters come back exactly in its own order
     assert torch.allclose(res.model.state_dict()["features.0.weight"], a.state_dict()["features.0.weight"], atol=1e-6)
     res_first = METHODS.get("ot")(anchor="first", weighting="uniform").run(ctx)
@@ -210,6 +212,20 @@ def test_method_through_server_context(tmp_path):
     assert torch.allclose(outputs(res_first.model, "cnn2"), outputs(a, "cnn2"), atol=1e-4)
     with pytest.raises(ConfigError, match=r"^server.ot.anchor: unknown value"):
         METHODS.get("ot")(anchor="median")
+
+
+def test_clients_from_one_initial_model_keep_its_order_and_ot_is_their_average(tmp_path):
+    """Clients that moved little from a shared initial model (FedHydra's runs: DENSE's code trains every client
+    from one) are aligned by the identity: nothing moves, and OT fusion is their weighted average (FedAvg)."""
+    a = make_model("cnn2", seed=9)
+    gen = torch.Generator().manual_seed(3)
+    states = [{k: v + 1e-3 * torch.randn(v.shape, generator=gen) if v.is_floating_point() else v
+               for k, v in a.state_dict().items()} for _ in range(3)]
+    res = METHODS.get("ot")().run(make_ctx(tmp_path, states=states))
+    assert set(res.extras["units_moved_share"].values()) == {0.0}
+    avg = METHODS.get("fedavg")().run(make_ctx(tmp_path / "avg", states=states))
+    for k, v in avg.model.state_dict().items():
+        assert torch.allclose(res.model.state_dict()[k].float(), v.float(), atol=1e-6), k
 
 
 def test_method_refuses_resnet18_and_mixed_archs(tmp_path):

@@ -204,12 +204,29 @@ def align_to_anchor(model_state: State, anchor_state: State, layers: Sequence[Fu
     return permute_state(model_state, layers, match_to_anchor(model_state, anchor_state, layers))
 
 
-def fuse(states: Sequence[State], weights: Sequence[float], layers: Sequence[FusionLayer], anchor: int = 0) -> State:
-    """Align every state onto ``states[anchor]`` and average with ``weights`` (normalised to sum 1)."""
+def moved_share(perms: Sequence[torch.Tensor | None]) -> float:
+    """The share of hidden units a client's alignment moves (0: every permutation is the identity; then fusing is
+    plain averaging: clients trained from one shared initial model keep its neuron order)."""
+    ps = [p for p in perms if p is not None]
+    moved = sum(int((p != torch.arange(len(p))).sum()) for p in ps)
+    return moved / max(1, sum(len(p) for p in ps))
+
+
+def fuse(states: Sequence[State], weights: Sequence[float], layers: Sequence[FusionLayer], anchor: int = 0,
+         moved: dict[int, float] | None = None) -> State:
+    """Align every state onto ``states[anchor]`` and average with ``weights`` (normalised to sum 1); ``moved``, if
+    given, receives each non-anchor state's :func:`moved_share` (by index)."""
     if len(states) != len(weights):
         raise ValueError(f"{len(states)} states but {len(weights)} weights")
     ref = states[anchor]
-    aligned = [s if k == anchor else align_to_anchor(s, ref, layers) for k, s in enumerate(states)]
+    aligned = []
+    for k, s in enumerate(states):
+        if k != anchor:
+            perms = match_to_anchor(s, ref, layers)
+            s = permute_state(s, layers, perms)
+            if moved is not None:
+                moved[k] = moved_share(perms)
+        aligned.append(s)
     return average_state_dicts(aligned, list(weights))
 
 
@@ -282,10 +299,13 @@ class OTFusion(ServerMethod):
         anchor = int(np.argmax(sizes)) if self.params["anchor"] == "largest" else 0
         weights = client_weights(ctx, self.params["weighting"])
         states = [u.state_dict() for u in ctx.uploads]
-        state = fuse(states, weights, layers, anchor)
+        moved: dict[int, float] = {}
+        state = fuse(states, weights, layers, anchor, moved=moved)
         model = ctx.make_global()
         model.load_state_dict(state)
         choices = {**self.params, "anchor_client": ctx.uploads[anchor].client_id, "ground_metric": "euclidean",
                    "solver": "exact assignment (scipy linear_sum_assignment)", "skip_last_layer": True,
                    "alignment": "weights"}
-        return ServerResult("classifier", model=model.eval(), choices=choices)
+        # what the alignment did: with one shared initial model every permutation may be the identity (OT = FedAvg)
+        extras = {"units_moved_share": {str(ctx.uploads[k].client_id): round(v, 4) for k, v in moved.items()}}
+        return ServerResult("classifier", model=model.eval(), choices=choices, extras=extras)

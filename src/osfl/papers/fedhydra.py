@@ -465,6 +465,20 @@ def _reading_note(art_id: str, runs: dict[str, Run], lambdas: list[dict], seeds=
     return f"{who}: reading = {_readings_text(found)}." if found else ""
 
 
+def _ot_note(art_id: str, runs: dict[str, Run]) -> str:
+    """Table 1/2: in how many OT runs the alignment moved no hidden unit (``extras.units_moved_share`` all 0: every
+    client kept the shared initial model's neuron order, so OT fusion is FedAvg's average)."""
+    if art_id not in ("table01", "table02"):
+        return ""
+    shares = [(r.extras.get("ot") or {}).get("units_moved_share") for r in runs.values() if "ot" in r.metrics]
+    recorded = [s for s in shares if s is not None]
+    if not recorded:
+        return ""
+    still = sum(1 for s in recorded if not any(s.values()))
+    return (f"OT: in {still} of {len(recorded)} runs that record it the alignment moved no hidden unit (every client "
+            "kept the shared initial model's neuron order), so OT's model there is FedAvg's average.")
+
+
 def _variants_note(rows: list[str]) -> str:
     what = [f"{row} = {desc}" for _, row, desc in VARIANTS.values() if row in rows]
     return ("Rows below the paper's are variants of ours (no paper number): " + "; ".join(what) + ".") if what else ""
@@ -915,7 +929,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
                             for n, r in runs.items() if n.endswith("-hetero")})
             server = (params.get("hetero") or {}).get("server_model", "?")
             note += f" Clients M1..M5 in force: {'; '.join(archs)}; server: {server} (hetero.server_model)."
-        for extra_note in (_reading_note(art.id, runs, lambdas, seeds, base_seed), _variants_note(extra)):
+        for extra_note in (_reading_note(art.id, runs, lambdas, seeds, base_seed), _ot_note(art.id, runs),
+                           _variants_note(extra)):
             note += f" {extra_note}" if extra_note else ""
         written += render_comparison(art, ours, out, note=note, extra_rows=extra)
         total = paper.size
