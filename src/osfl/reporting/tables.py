@@ -6,8 +6,8 @@ Conventions shared by every writer here:
 * a missing value (NaN, None, ``pd.NA``) is shown as an em-dash: ``---`` in LaTeX, ``—`` in Markdown;
 * every string that reaches LaTeX (index labels, column labels, cells, and by default the caption
   and the notes) is escaped, so method names such as ``Co_Boosting 50% & more`` compile;
-* the few Unicode signs the reports use (``—``, ``–``, ``Δ``, ``±``, ``−``, ``×``, ``≈``) are
-  rewritten to LaTeX so that plain ``pdflatex`` accepts them.
+* the Unicode signs the reports use (``—``, ``–``, ``±``, ``−``, ``×``, ``≈``, ``→``, ``≥``, ``≤``, ``·``, ``✓``,
+  Greek letters, ...: ``_LATEX_UNICODE``) are rewritten to LaTeX so that plain ``pdflatex`` accepts them.
 
 The generated tables need only the packages in :data:`REQUIRED_LATEX_PACKAGES` in the preamble;
 :func:`latex_document` wraps table bodies into a minimal compilable document.
@@ -66,7 +66,29 @@ _LATEX_UNICODE = {
     "\u2212": r"$-$",  # minus sign
     "\u00d7": r"$\times$",
     "\u2248": r"$\approx$",
+    "\u2192": r"$\rightarrow$",
+    "\u2190": r"$\leftarrow$",
+    "\u2265": r"$\geq$",
+    "\u2264": r"$\leq$",
+    "\u2260": r"$\neq$",
+    "\u2208": r"$\in$",
+    "\u221e": r"$\infty$",
+    "\u2016": r"$\|$",
+    "\u00b7": r"$\cdot$",
+    "\u2713": r"$\surd$",  # check mark (amssymb's \checkmark is not in the required packages)
+    "\u00b2": r"$^2$",
+    "\u2032": r"$'$",
 }
+# Greek letters, as math symbols (capitals that look Latin are the Latin letters)
+_GREEK = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon "
+          "phi chi psi omega").split()
+for _i, _name in enumerate(_GREEK):
+    _small = chr(0x3B1 + _i + (1 if _i >= 17 else 0))  # U+03C2 (final sigma) sits between rho and sigma
+    _LATEX_UNICODE.setdefault(_small, "o" if _name == "omicron" else f"$\\{_name}$")
+    _cap = chr(0x391 + _i + (1 if _i >= 17 else 0))
+    _tex = _name.capitalize()
+    _LATEX_UNICODE.setdefault(_cap, f"$\\{_tex}$" if _tex in ("Gamma", "Delta", "Theta", "Lambda", "Xi", "Pi", "Sigma",
+                                                            "Upsilon", "Phi", "Psi", "Omega") else "ABGDEZHTIKLMNXOPPSTYFXYW"[_i])
 
 
 def escape_latex(text: str) -> str:
