@@ -6,6 +6,7 @@
 #   make fedhydra|fedmho|hfldd|ofeded  install, pull what ships for that paper (papers/<paper>/, a DVC project of
 #                  its own) and re-render its reports from the committed runs: no training stage runs.
 #                  To recompute a paper's runs: cd papers/<paper> && dvc repro (hours)
+#   make report    one PDF of every paper's committed reports (report/osfl-report.pdf, pdflatex): nothing trains
 #   make deps      write every stage's code deps from the imports; make check-deps checks them (tests do too)
 #   make lock      re-freeze requirements.lock from requirements.txt (after changing a pin there)
 VENV ?= .venv
@@ -15,7 +16,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 PAPERS := fedhydra fedmho hfldd ofeded
 
-.PHONY: install repro verify $(PAPERS) deps check-deps lock test bench dag farm clean-venv
+.PHONY: install repro verify $(PAPERS) report deps check-deps lock test bench dag farm clean-venv
 
 install: $(VENV)/.installed
 
@@ -67,6 +68,12 @@ $(PAPERS): install
 	$(call checkout_shipped,$@)
 	$(if $(RENDER_INPUTS_$@),cd papers/$@ && dvc repro --single-item $(RENDER_INPUTS_$@))
 	cd papers/$@ && dvc repro --single-item render
+
+# the compiled report: report/ is a DVC project whose one stage reads the papers' committed reports (git-tracked)
+report: install
+	@command -v pdflatex >/dev/null || { echo "make report: pdflatex is missing: apt-get install texlive-latex-base texlive-latex-recommended"; exit 1; }
+	cd report && dvc repro
+	@echo "make report: report/osfl-report.pdf"
 
 deps: install
 	$(BIN)/python -m osfl.provenance.deps --write

@@ -39,6 +39,7 @@ from .. import cpu_profile
 from ..live import read_curve as read_live_curve
 from ..reporting.figures import bubble_panels, curve_panels, grouped_bar_panels, heatmap, image_rows
 from ..reporting.published import Artifact, load_artifacts, load_published_table, render_comparison
+from ..reporting.runs import write_index
 from ..reporting.spread import (
     DOES_NOT_HOLD,
     HOLDS,
@@ -954,6 +955,10 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     written += figure_curves("svhn", runs, out / "figure11", "Fig. 11: SVHN, test accuracy vs epoch")
     written += figure_synthetic(runs, prepared_root, out / "figure12")
     written += figure_timing(runs, out / "figure13")
+    for art in arts:  # figures 1 and 2 are schematics
+        if art.kind == "figure" and art.id not in ("figure01", "figure02"):
+            status[art.id] = _figure_status(art.id, runs) + (
+                f" ({ms_label} 2c/c; the paper shows MNIST)" if art.id == "figure05" and ms_label else "")
     verdicts = claims(runs, splits, U_r, ms_label, lambdas, seeds, base_seed)
     verdicts += row_claims(arts, runs, lambdas, base_seed) + local_curve_claims(runs, base_seed)
     if paper_runs:
@@ -961,8 +966,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     written.append(_write_runs(runs, out / "runs.md", profile))
     written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale,
                                  paper_runs, seeds, base_seed))
-    (out / "claims.json").write_text(json.dumps(verdicts, indent=2) + "\n")
-    written.append(out / "claims.json")
+    written += write_index(out, status, verdicts)
     if summary is not None:
         summary.write_text(json.dumps(summary_metrics(gaps, verdicts), indent=2, sort_keys=True) + "\n")
         written.append(summary)
@@ -1185,11 +1189,8 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
     for art in arts:
         if art.kind == "table":
             lines.append(f"| {art.id} | {art.label} | `{art.id}.tex`, `{art.id}.md` | {status.get(art.id, '')} |")
-        elif art.id not in ("figure01", "figure02"):
-            st = _figure_status(art.id, runs)
-            if art.id == "figure05" and ms_label:
-                st += f" ({ms_label} 2c/c; the paper shows MNIST)"
-            lines.append(f"| {art.id} | {art.label} | `{art.id}.png`, `{art.id}.pdf` | {st} |")
+        elif art.id in status:
+            lines.append(f"| {art.id} | {art.label} | `{art.id}.png`, `{art.id}.pdf` | {status[art.id]} |")
     if "table01_paper_profile" in status:
         lines.append(f"| table01_paper_profile | Table 1 at the paper profile | `table01_paper_profile.tex`, "
                      f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/paper/) |")

@@ -32,8 +32,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 def pipelines(root: Path = ROOT) -> list[str]:
-    """The repository's dvc.yaml files, relative to ``root``: the main one and each paper's."""
-    return ["dvc.yaml"] + sorted(str(p.relative_to(root)) for p in (root / "papers").glob("*/dvc.yaml"))
+    """The repository's dvc.yaml files, relative to ``root``: the main one, each paper's and the compiled report's."""
+    return (["dvc.yaml"] + sorted(str(p.relative_to(root)) for p in (root / "papers").glob("*/dvc.yaml"))
+            + (["report/dvc.yaml"] if (root / "report" / "dvc.yaml").is_file() else []))
 
 
 @dataclass

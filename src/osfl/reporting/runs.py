@@ -6,6 +6,8 @@
 * ``vs_paper``: one cell, ``ours mean ± std (n) / paper ± std (our mean − the paper's)``.
 * ``compare_rows``: rows of the runs' datasets and splits, each entry in the paper's column it names.
 * ``write_status``: a paper's README.md, each artifact's state and the claim verdicts (:class:`.spread.Verdict`).
+* ``write_index``: the same as data, for the compiled report (osfl.reporting.book): ``status.json`` (artifact id ->
+  its state) and ``claims.json`` (one entry per claim: artifact where known, claim, verdict, evidence, reason).
 """
 from __future__ import annotations
 
@@ -113,6 +115,7 @@ def write_status(out: Path, title: str, paper_dir: str, arts, status: dict[str, 
     lines += [f"| `{a.id}` | {a.label} | {status[a.id]} |" for a in arts]
     lines += ["", f"## Claims ({claims_of} rows we ran)", "", VERDICT_RULE, ""]
     lines += [f"- {claim}: {v.text()}" for claim, v in verdicts] or [f"- no {claims_of} row has run yet"]
+    write_index(out, status, [v.record(artifact="", claim=claim) for claim, v in verdicts])
     metrics["claims"] = {"checked": len(verdicts), "holding": sum(v.verdict == HOLDS for _, v in verdicts),
                          **count_verdicts(v for _, v in verdicts)}
     readme = out / "README.md"
@@ -120,3 +123,12 @@ def write_status(out: Path, title: str, paper_dir: str, arts, status: dict[str, 
     if summary is not None:
         Path(summary).write_text(json.dumps(metrics, indent=1, sort_keys=True) + "\n")
     return readme
+
+
+def write_index(out: Path, status: dict[str, str], claims: list[dict]) -> list[Path]:
+    """``out``/status.json (artifact id -> its state, as the README's table says it) and ``out``/claims.json (the
+    claims' records, :meth:`.spread.Verdict.record`): what the compiled report reads of a paper."""
+    paths = [Path(out) / "status.json", Path(out) / "claims.json"]
+    paths[0].write_text(json.dumps(status, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    paths[1].write_text(json.dumps(claims, indent=2) + "\n", encoding="utf-8")
+    return paths

@@ -1,0 +1,253 @@
+"""One PDF of every paper's report (``make report``): a title page, the summary of claim verdicts, then each paper's
+tables and figures beside the published numbers, as its ``render`` stage wrote them.
+
+It reads only what the papers' render stages committed under ``papers/<paper>/reports/`` (the LaTeX tables, the
+figure PDFs, ``status.json``, ``claims.json``) and ``papers/<paper>/summary.json``, so a fresh clone builds it
+without computing a run. The tables' captions already state profile, precision, seeds and guards; an artifact
+that has not run is listed with its state. Compiled with plain ``pdflatex`` (twice, for the contents); the PDF's
+dates come from ``SOURCE_DATE_EPOCH`` (0 unless set), so the same reports give the same bytes.
+
+    python -m osfl.stages.book --out report/osfl-report.pdf [--papers papers] [--keep-tex]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from .published import load_artifacts
+from .spread import DOES_NOT_HOLD, HOLDS, NOT_JUDGED, NOT_RUN, NOT_TESTABLE, WITHIN
+from .tables import escape_latex
+
+#: The papers in the report's order (the issues' order), with their folder under ``papers/``.
+PAPERS = {"fedhydra": "FedHydra", "fedmho": "FedMHO", "ofeded": "OFedED", "hfldd": "HFLDD"}
+#: A figure whose state starts so has no drawing of ours (its file, if any, is a placeholder): only its state is shown.
+NOT_DRAWN = ("not run", "no run", "schematic", "a schematic", "a conceptual", "paper only")
+VERDICTS = (HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED, NOT_RUN, NOT_TESTABLE)
+PREAMBLE = r"""\documentclass[10pt,a4paper]{article}
+\usepackage[utf8]{inputenc}
+\usepackage[T1]{fontenc}
+\usepackage[margin=18mm]{geometry}
+\usepackage{booktabs}
+\usepackage{graphicx}
+\usepackage{float}
+\usepackage[hidelinks]{hyperref}
+\setcounter{tocdepth}{1}
+\newsavebox{\fitbox}
+% a tabular wider than the line is scaled down to it; a narrower one stays as it is
+\newcommand{\fitwidth}[1]{\sbox{\fitbox}{#1}\ifdim\wd\fitbox>\linewidth\resizebox{\linewidth}{!}{\usebox{\fitbox}}%
+\else\usebox{\fitbox}\fi}
+"""
+
+
+@dataclass
+class Paper:
+    """What the report shows of one paper: its title, artifacts (in the paper's order), their state, the claim
+    verdicts and the render's summary metrics."""
+    key: str
+    folder: Path
+    title: str
+    artifacts: list = field(default_factory=list)
+    status: dict = field(default_factory=dict)
+    claims: list = field(default_factory=list)
+    summary: dict = field(default_factory=dict)
+
+
+def _title(folder: Path) -> str:
+    """``<name>: <the paper's title>`` (the title as artifacts.yaml gives it)."""
+    meta = yaml.safe_load((folder / "published" / "artifacts.yaml").read_text(encoding="utf-8")).get("paper")
+    title = str((meta.get("title") or meta.get("name")) if isinstance(meta, dict) else meta or "").strip()
+    name = PAPERS.get(folder.name, folder.name)
+    return title if title.startswith(name) else f"{name}: {title}" if title else name
+
+
+def _json(path: Path, default):
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else default
+
+
+def load_paper(folder: Path) -> Paper:
+    """A paper's rendered reports; a paper whose render has not written ``status.json`` fails naming the command."""
+    reports = folder / "reports"
+    if not (reports / "status.json").is_file():
+        raise FileNotFoundError(f"{reports / 'status.json'}: not rendered; run `make {folder.name}` (or "
+                                f"`cd {folder} && dvc repro -s render`)")
+    return Paper(folder.name, folder, _title(folder), load_artifacts(folder / "published"),
+                 _json(reports / "status.json", {}), _json(reports / "claims.json", []),
+                 _json(folder / "summary.json", {}))
+
+
+def _fit_tables(tex: str) -> str:
+    """A rendered table's LaTeX with each tabular scaled down to the line width where it is wider."""
+    return re.sub(r"(\\begin\{tabular\}.*?\\end\{tabular\})", lambda m: "\\fitwidth{" + m.group(1) + "}", tex,
+                  flags=re.S)
+
+
+_CELL = re.compile(r"(?<!\\)&")
+
+
+def drop_unrun_columns(tex: str) -> str | None:
+    """A rendered comparison table without its columns where no cell has a number of ours (every body cell starts
+    with ``---``, our missing value: a dataset we cannot obtain), and a note naming them; None when that is every
+    column (the paper's numbers alone: the report lists the table's state instead). A table whose rows do not all
+    have the same number of cells is returned as it is."""
+    m = re.search(r"\\begin\{tabular\}\{([a-z|]+)\}\n(.*?)\n\\end\{tabular\}", tex, flags=re.S)
+    if not m:
+        return tex
+    spec, body = m.group(1), m.group(2).split("\n")
+    try:
+        mid, bottom = body.index("\\midrule"), body.index("\\bottomrule")
+    except ValueError:
+        return tex
+    rows = {i: [c.strip() for c in _CELL.split(line.rstrip().removesuffix("\\\\"))] for i, line in enumerate(body)
+            if i not in (mid, bottom) and not line.startswith("\\toprule")}
+    n = {len(cells) for cells in rows.values()}
+    if len(n) != 1 or len(spec) != n.pop():
+        return tex
+    data = [cells for i, cells in rows.items() if mid < i < bottom]
+    drop = [j for j in range(1, len(spec)) if data and all(cells[j].startswith("---") for cells in data)]
+    if not drop:
+        return tex
+    if len(drop) == len(spec) - 1:
+        return None
+    head = rows[min(rows)]
+    keep = [j for j in range(len(spec)) if j not in drop]
+    lines = [line if i not in rows else " & ".join(rows[i][j] for j in keep) + " \\\\" for i, line in enumerate(body)]
+    note = ("{\\footnotesize In this report, columns without a number of ours are left out: "
+            + ", ".join(head[j] for j in drop) + ".\\par}")
+    table = "\\begin{tabular}{" + "".join(spec[j] for j in keep) + "}\n" + "\n".join(lines) + "\n\\end{tabular}"
+    rest = tex[m.end():]
+    close = rest.find("\n", rest.find("}") if rest.lstrip().startswith("}") else 0)
+    return tex[:m.start()] + table + rest[:close] + "\n\\par\\smallskip\n" + note + rest[close:]
+
+
+def _counts(claims: list[dict]) -> dict[str, int]:
+    out = {v: 0 for v in VERDICTS}
+    for c in claims:
+        kind = next((v for v in VERDICTS if str(c.get("verdict", "")).startswith(v)), None)
+        if kind is not None:
+            out[kind] += 1
+    return out
+
+
+def summary_section(papers: list[Paper]) -> list[str]:
+    """The claim verdicts per paper (counts), then each claim with its verdict."""
+    lines = [r"\section*{Summary of claim verdicts}", r"\addcontentsline{toc}{section}{Summary of claim verdicts}",
+             "Each paper's claims, judged on our runs by the rule of its report (a difference decides only beyond "
+             "the spread of the seeds or of the curves; runs with degenerate inputs or failed regime guards are not "
+             "judged).", "", r"\begin{center}", r"\begin{tabular}{l" + "r" * (len(VERDICTS) + 1) + "}", r"\toprule",
+             "Paper & " + " & ".join(v for v in VERDICTS) + r" & claims \\", r"\midrule"]
+    for p in papers:
+        c = _counts(p.claims)
+        lines.append(escape_latex(PAPERS.get(p.key, p.key)) + " & " + " & ".join(str(c[v]) for v in VERDICTS) + f" & {len(p.claims)}"
+                     + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", r"\end{center}"]
+    for p in papers:
+        lines += [r"\subsection*{" + escape_latex(p.title) + "}", r"\begin{itemize}"]
+        aside = [c for c in p.claims if str(c.get("verdict", "")).startswith((NOT_RUN, NOT_TESTABLE))]
+        for c in (c for c in p.claims if c not in aside):
+            where = f" [{c['artifact']}]" if c.get("artifact") else ""
+            reason = f": {c['reason']}" if c.get("reason") and not str(c["verdict"]).endswith(c["reason"]) else ""
+            lines.append(r"\item " + escape_latex(f"{c['claim']}{where}") + r" --- \textbf{"
+                         + escape_latex(f"{c['verdict']}{reason}") + "}")
+        for kind in (NOT_RUN, NOT_TESTABLE):
+            left = [c for c in aside if str(c["verdict"]).startswith(kind)]
+            if left:
+                where = sorted({c.get("artifact") or "the text" for c in left})
+                lines.append(r"\item " + escape_latex(f"{len(left)} claim(s) {kind} (" + ", ".join(where) + ")"))
+        if not p.claims:
+            lines.append(r"\item " + escape_latex("no claim judged yet"))
+        lines.append(r"\end{itemize}")
+    return lines
+
+
+def paper_section(p: Paper, build: Path) -> list[str]:
+    """One paper: the state of every artifact, then its rendered tables and figures in the paper's order."""
+    lines = [r"\clearpage", r"\section{" + escape_latex(p.title) + "}",
+             escape_latex(f"Rendered from papers/{p.key}/reports/ (the render stage of papers/{p.key}/, from the "
+                          "committed runs). State of each artifact of the paper:"), "",
+             r"\begin{center}\small", r"\fitwidth{\begin{tabular}{llp{12cm}}", r"\toprule",
+             r"artifact & paper & state \\", r"\midrule"]
+    for a in p.artifacts:
+        state = p.status.get(a.id, "not rendered (a schematic, or no rendering of ours)")
+        lines.append(f"{escape_latex(a.id)} & {escape_latex(a.label)} & {escape_latex(state)}" + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}}", r"\end{center}"]
+    reports = p.folder / "reports"
+    for a in p.artifacts:
+        tex, pdf = reports / f"{a.id}.tex", reports / f"{a.id}.pdf"
+        if a.kind == "table" and tex.is_file():
+            body = drop_unrun_columns(tex.read_text(encoding="utf-8"))
+            if body is not None:
+                lines += [r"\clearpage", _fit_tables(body).replace(r"\begin{table}", r"\begin{table}[H]")]
+        elif a.kind == "figure" and pdf.is_file() and not p.status.get(a.id, "not run").startswith(NOT_DRAWN):
+            local = build / f"{p.key}-{a.id}.pdf"
+            shutil.copyfile(pdf, local)
+            caption = escape_latex(f"{a.label} (paper): {a.caption} Ours ({a.id}.pdf): {p.status[a.id]}")
+            lines += [r"\begin{figure}[H]", r"\centering",
+                      r"\includegraphics[width=\linewidth,height=0.6\textheight,keepaspectratio]{" + local.name + "}",
+                      r"\caption{" + caption + "}", r"\end{figure}"]
+    return lines
+
+
+def document(papers: list[Paper], build: Path) -> str:
+    lines = [PREAMBLE, r"\title{osfl-repro: four one-shot federated learning papers, reproduced}",
+             r"\author{Generated by \texttt{make report} from the committed runs}", r"\date{}",
+             r"\begin{document}", r"\maketitle", r"\thispagestyle{empty}",
+             escape_latex("Each paper's tables show our numbers beside the published ones (ours / paper (difference)); "
+                          "every caption states the profile, its reductions and regime guards, the input preparation, "
+                          "the precision and the seeds. Numbers come from the runs committed with their dvc.lock "
+                          "entries; nothing here was computed for the report."),
+             "", r"\paragraph{Cross-paper benchmark.} " + escape_latex(
+                 "Not built yet (issue 40): every one-shot method on the same partitions will come here."),
+             r"\tableofcontents", r"\clearpage"]
+    lines += summary_section(papers)
+    for p in papers:
+        lines += paper_section(p, build)
+    lines.append(r"\end{document}")
+    return "\n".join(lines) + "\n"
+
+
+def build_pdf(out: Path, papers_root: Path, keep_tex: bool = False) -> Path:
+    """Write the report's LaTeX into a scratch folder, compile it twice with pdflatex and move the PDF to ``out``."""
+    if shutil.which("pdflatex") is None:
+        raise RuntimeError("pdflatex is not installed: apt-get install texlive-latex-base texlive-latex-recommended")
+    papers = [load_paper(papers_root / k) for k in PAPERS if (papers_root / k).is_dir()]
+    env = {**os.environ, "SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", "0"), "FORCE_SOURCE_DATE": "1"}
+    with tempfile.TemporaryDirectory() as tmp:
+        build = Path(tmp)
+        (build / "report.tex").write_text(document(papers, build), encoding="utf-8")
+        for _ in range(2):  # the second pass fills the contents
+            proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "report.tex"], cwd=build,
+                                  capture_output=True, text=True, errors="replace", env=env, timeout=300)
+            if proc.returncode != 0:
+                raise RuntimeError("pdflatex failed on the report:\n" + proc.stdout[-3000:])
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(build / "report.pdf", out)
+        if keep_tex:
+            shutil.copyfile(build / "report.tex", out.with_suffix(".tex"))
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="the PDF to write")
+    ap.add_argument("--papers", type=Path, default=Path("papers"), help="the folder holding papers/<paper>/")
+    ap.add_argument("--keep-tex", action="store_true", help="also write the LaTeX source beside the PDF")
+    args = ap.parse_args(argv)
+    try:
+        out = build_pdf(args.out, args.papers, args.keep_tex)
+    except (FileNotFoundError, RuntimeError) as err:
+        sys.exit(f"report: {err}")
+    print(f"report: {out} ({out.stat().st_size / 1024:.0f} KiB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The compiled report (osfl.reporting.book, `make report`): one PDF of every paper's committed reports."""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from helpers import sh
+
+from osfl.reporting import book
+
+needs_pdflatex = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed: apt-get "
+                                    "install texlive-latex-base texlive-latex-recommended")
+
+TABLE = r"""\begin{table}
+\caption{made up}
+\begin{tabular}{lrrr}
+\toprule
+ & MNIST & Fashion & SVHN \\
+Method &  &  &  \\
+\midrule
+FedAvg & --- / 81.89 ($\Delta$---) & 69.79 / 75.76 ($\Delta$-5.97) & --- / 65.50 ($\Delta$---) \\
+Ours (variant) & --- & 10.00 / --- & --- \\
+\bottomrule
+\end{tabular}
+\par\smallskip
+{\footnotesize notes\par}
+\end{table}
+"""
+
+
+def test_columns_without_a_number_of_ours_are_left_out_and_named():
+    out = book.drop_unrun_columns(TABLE)
+    assert r"\begin{tabular}{lr}" in out
+    assert "FedAvg & 69.79 / 75.76 ($\\Delta$-5.97) \\\\" in out and "Ours (variant) & 10.00 / --- \\\\" in out
+    assert " & Fashion \\\\" in out and "MNIST &" not in out
+    assert "columns without a number of ours are left out: MNIST, SVHN." in out
+    assert out.index("left out") < out.index("footnotesize notes")  # after the tabular, before the own notes
+    # a table with no number of ours at all is not drawn (its state is listed instead)
+    assert book.drop_unrun_columns(TABLE.replace("69.79 / 75.76", "--- / 75.76").replace("10.00 /", "--- /")) is None
+    # rows of unequal length (a multicolumn, say) are left as they are
+    odd = TABLE.replace("Ours (variant) & --- & 10.00 / --- & --- \\\\", "Ours (variant) & --- \\\\")
+    assert book.drop_unrun_columns(odd) == odd
+
+
+def test_claims_not_run_are_counted_not_listed(tmp_path):
+    claims = [{"artifact": "table01", "claim": "A is best", "verdict": "holds", "evidence": "-"},
+              {"artifact": "table03", "claim": "B is best", "verdict": "not run", "evidence": "-"},
+              {"artifact": "", "claim": "C", "verdict": "not judged: one seed, no spread", "evidence": "-"}]
+    paper = book.Paper("fedhydra", tmp_path, "FedHydra: x", claims=claims)
+    text = "\n".join(book.summary_section([paper]))
+    assert "FedHydra & 1 & 0 & 0 & 1 & 1 & 0 & 3" in text
+    assert "A is best [table01]" in text and "B is best" not in text and "1 claim(s) not run (table03)" in text
+
+
+def test_a_paper_not_rendered_fails_naming_the_command(tmp_path):
+    (tmp_path / "fedmho" / "reports").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match=r"status.json: not rendered; run `make fedmho`"):
+        book.load_paper(tmp_path / "fedmho")
+
+
+@needs_pdflatex
+def test_the_committed_reports_compile_into_one_pdf(tmp_path, repo_root):
+    pdf = book.build_pdf(tmp_path / "r.pdf", repo_root / "papers", keep_tex=True)
+    assert pdf.read_bytes().startswith(b"%PDF")
+    tex = (tmp_path / "r.tex").read_text(encoding="utf-8")
+    for name in book.PAPERS.values():
+        assert re.search(r"\\section\{" + name, tex), name
+    assert tex.count(r"\begin{table}[H]") >= 10 and tex.count(r"\includegraphics") >= 10
+    assert book.build_pdf(tmp_path / "again.pdf", repo_root / "papers").read_bytes() == pdf.read_bytes()
+
+
+@needs_pdflatex
+def test_make_report_on_a_fresh_clone_runs_only_the_book(tmp_path, repo_root):
+    """`make report` is `dvc repro` in report/: on a fresh clone of the committed tree it runs the book stage alone
+    (every input is git-tracked) and writes the PDF whose hash dvc.lock records."""
+    clone = tmp_path / "clone"
+    sh("git", "clone", "-q", str(repo_root), str(clone))
+    out = sh("dvc", "repro", cwd=clone / "report").stdout
+    assert re.findall(r"Running stage '([^']+)'", out) == ["book"], out
+    assert (clone / "report" / "osfl-report.pdf").read_bytes().startswith(b"%PDF")
+    assert sh("git", "status", "--porcelain", cwd=clone).stdout.strip() == ""  # the same bytes as the lock says
