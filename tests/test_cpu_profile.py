@@ -121,6 +121,7 @@ def test_a_run_that_failed_its_guard_is_marked_and_left_out_of_the_cell():
     cell = df.loc["Fashion, 1, 0.5", "DENSE"]
     assert cell.startswith("60.00 / 70.00 (-10.00)") and "[failed its regime guard: s1 10.40]" in cell
     assert numbers[("Fashion, 1, 0.5", "DENSE")]["values"] == {0: 60.0}
+    assert df.attrs["failed_guard"] == 1
 
 
 def test_a_server_carries_the_guards_of_the_parts_it_read(tmp_path):

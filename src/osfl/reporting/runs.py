@@ -64,7 +64,7 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
     An entry (a column or variant: ``id``, ``paper`` = the paper's column) lands in the paper's row whose leading
     fields are ``prefix(dataset, entry)`` (the dataset, λ₁/λ₂ or ρ) and whose last field is the split's α. A run
     whose regime guards failed (:func:`osfl.cpu_profile.passed`) is left out of the cell's numbers, and the cell says
-    so: it feeds no verdict."""
+    so: it feeds no verdict (the table's ``attrs["failed_guard"]`` counts those cells)."""
     rows, numbers, failed = {}, {}, {}
     for (ds, split), by_id in runs.items():
         alpha = split.removeprefix("dir")
@@ -100,6 +100,7 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
                                         paper_std.loc[key, pcol] if known else float("nan")) + failed.get((key, pcol), "")
     df = pd.DataFrame.from_dict(cells, orient="index", columns=list(paper.columns), dtype=object)
     df.index.name = paper.index.name
+    df.attrs["failed_guard"] = len(failed)  # cells with a run left out for a failed guard
     return df, numbers
 
 
