@@ -81,3 +81,13 @@ def test_make_report_on_a_fresh_clone_runs_only_the_book(tmp_path, repo_root):
     assert re.findall(r"Running stage '([^']+)'", out) == ["book"], out
     assert (clone / "report" / "osfl-report.pdf").read_bytes().startswith(b"%PDF")
     assert sh("git", "status", "--porcelain", cwd=clone).stdout.strip() == ""  # the same bytes as the lock says
+
+
+def test_the_benchmark_section_shows_its_table_or_says_it_has_not_run(tmp_path):
+    bench = tmp_path / "benchmark"
+    assert "No run of papers/benchmark/ yet" in "\n".join(book.benchmark_section(bench, tmp_path))
+    (bench / "reports").mkdir(parents=True)
+    (bench / "reports" / "table.tex").write_text(TABLE)
+    (bench / "reports" / "discussion.txt").write_text("Dir(0.5): ours a > b.\n")
+    text = "\n".join(book.benchmark_section(bench, tmp_path))
+    assert r"\begin{tabular}{lr}" in text and r"\item Dir(0.5): ours a > b." in text

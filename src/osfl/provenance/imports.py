@@ -79,7 +79,9 @@ class Sources:
 
     def stage_roots(self, cmd: str, wdir: Path) -> list[str]:
         """The stage modules a command runs (``python -m osfl.stages.X``, also inside a bash script it calls), and
-        ``osfl.methods.<m>`` for each method it names (``--method m``, or a script's method arguments)."""
+        ``osfl.methods.<m>`` for each method it names (``--method m``, or a script's method arguments). ``cmd`` may
+        be a list of commands (a stage's ``cmd:`` list)."""
+        cmd = "\n".join(cmd) if isinstance(cmd, list) else cmd
         text = cmd
         script = re.search(r"bash\s+(\S+\.sh)", cmd)
         if script:

@@ -14,7 +14,7 @@ from .common import run_stage
 #: paper_results_root, summary)`` writes its reports (a new paper: one module and one name here). Only the named
 #: paper's module is imported, so a paper's render stage depends on its own module (tests/test_dag_deps.py reads
 #: ``--paper`` from the command) and editing another paper's module re-runs nothing.
-PAPERS = ("fedhydra", "fedmho", "hfldd", "ofeded")
+PAPERS = ("fedhydra", "fedmho", "hfldd", "ofeded", "benchmark")
 
 
 def main(argv=None) -> None:

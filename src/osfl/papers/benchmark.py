@@ -1,0 +1,169 @@
+"""The cross-paper benchmark's report (papers/benchmark/): every method of ``columns`` on the same partitions.
+
+* ``table``: one row per method, one column per split: our final accuracy, mean ± std (n seeds), and its rank in
+  the split (1 = best, ties share the mean rank); the last column is the average rank over the splits. A run that
+  failed a regime guard is left out of its cell's numbers, and the cell says so.
+* ``figure``: accuracy against the server's seconds (mean over seeds), one panel per split: what each method costs.
+* ``orderings``: the methods' order in each split beside the order the papers print on Fashion-MNIST for the
+  methods both have (FedHydra's Tables 1 and 2, FedMHO's Table IV), with Kendall's τ and the pairs in the other
+  order. The papers' settings differ from the benchmark's (clients, models, profile): orderings, not numbers, are
+  compared.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import cpu_profile
+from ..reporting.figures import _style, save_figure
+from ..reporting.published import load_artifacts, load_published_table
+from ..reporting.runs import read_runs, write_index
+from ..reporting.spread import format_spread, mean_std
+from ..reporting.tables import write_table
+
+SPLIT_LABELS = {"2cc": "2 classes per client"}
+# the papers' Fashion-MNIST numbers for the benchmark's splits: (paper, table, split -> (axis, label)), the label
+# being the table's column (methods in rows) or row (methods in columns)
+PAPER_ORDERS = (
+    ("FedHydra", "table01", {"dir0.5": ("column", "FashionMNIST alpha=0.5"),
+                             "dir0.1": ("column", "FashionMNIST alpha=0.1")}),
+    ("FedHydra", "table02", {"2cc": ("column", "FashionMNIST")}),
+    ("FedMHO", "table04", {"dir0.5": ("row", "Fashion, 1, 0.5"), "dir0.1": ("row", "Fashion, 3, 0.1")}),
+)
+METHOD_OF_LABEL = {"FedAvg": "fedavg", "OT": "ot", "FedDF": "feddf", "DENSE": "dense", "Co-Boosting": "coboost",
+                   "FedHydra (ours)": "fedhydra", "FedHydra": "fedhydra", "F-DAFL": "fdafl", "F-ADI": "fadi"}
+
+
+def split_label(split: str) -> str:
+    return SPLIT_LABELS.get(split, split.replace("dir", "Dir(") + ")" if split.startswith("dir") else split)
+
+
+def cells(runs: dict, params: dict) -> tuple[pd.DataFrame, dict, int]:
+    """(the table, {(split, id): {"mean", "std", "n", "seconds"}} of the runs that passed their guards, the number
+    of runs left out for a failed guard)."""
+    splits, rows, numbers, failed = [], {}, {}, 0
+    for (ds, split), by_id in runs.items():
+        col = f"{ds} {split_label(split)}"
+        splits.append((col, split))
+        for entry in params.get("columns") or []:
+            recs = by_id.get(entry["id"], [])
+            good = [r for r in recs if cpu_profile.passed(r)]
+            failed += len(recs) - len(good)
+            text = format_spread([r["acc_final"] for r in good]) if good else "—"
+            if len(good) < len(recs):
+                text += " [failed its regime guard: " + ", ".join(
+                    f"s{r['seed']} {r['acc_final']:.2f}" for r in recs if r not in good) + "]"
+            rows.setdefault(entry["id"], {})[col] = text if recs else "—"
+            if good:
+                mean, std, n = mean_std([r["acc_final"] for r in good])
+                numbers[(split, entry["id"])] = {"mean": mean, "std": std, "n": n, "seeds": [r["seed"] for r in good],
+                                                 "seconds": float(np.mean([r["server_seconds"] for r in good]))}
+    df = pd.DataFrame.from_dict(rows, orient="index", columns=[c for c, _ in splits], dtype=object)
+    ranks = {}
+    for col, split in splits:
+        means = pd.Series({i: numbers[(split, i)]["mean"] for i in df.index if (split, i) in numbers}, dtype=float)
+        ranks[col] = means.rank(ascending=False, method="average")
+        for i, r in ranks[col].items():
+            df.loc[i, col] = f"{df.loc[i, col]} (#{r:g})"
+    ranked = pd.DataFrame(ranks).reindex(df.index)
+    df["average rank"] = [f"{v:.2f}" if not math.isnan(v) else "—" for v in ranked.mean(axis=1, skipna=True)]
+    df.index.name = "method"
+    return df, numbers, failed
+
+
+def figure(numbers: dict, params: dict, out_stem: Path) -> list[Path]:
+    """Accuracy (mean over seeds) against the server's seconds (log scale), one panel per split."""
+    import matplotlib.pyplot as plt
+
+    splits = list(params.get("splits") or [])
+    with _style():
+        fig, axes = plt.subplots(1, max(1, len(splits)), figsize=(4.2 * max(1, len(splits)), 3.6), squeeze=False)
+        for ax, split in zip(axes[0], splits):
+            pts = {i: v for (s, i), v in numbers.items() if s == split}
+            for i, v in pts.items():
+                x = max(v["seconds"], 1e-3)
+                ax.errorbar(x, v["mean"], yerr=v["std"] if v["n"] > 1 else None, fmt="o", capsize=2)
+                ax.annotate(i, (x, v["mean"]), textcoords="offset points", xytext=(3, 3), fontsize=7)
+            ax.set_xscale("log")
+            ax.set_title(split_label(split), fontsize=9)
+            ax.set_xlabel("server seconds (mean over seeds)")
+            ax.set_ylabel("final test accuracy (%)")
+            if not pts:
+                ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
+        fig.suptitle("Accuracy against the server's cost (one CPU thread)", fontsize=10)
+        fig.tight_layout()
+        written = save_figure(fig, out_stem)
+    plt.close(fig)
+    return written
+
+
+def paper_order(papers_root: Path, paper: str, table: str, axis: str, label: str) -> dict[str, float]:
+    """method id -> the paper's number in that column or row of its table (methods of ours only)."""
+    art = {a.id: a for a in load_artifacts(papers_root / paper.lower() / "published")}[table]
+    df = load_published_table(art)
+    series = df[label] if axis == "column" else df.loc[label]
+    return {METHOD_OF_LABEL[k]: float(v) for k, v in series.items() if k in METHOD_OF_LABEL and not math.isnan(v)}
+
+
+def orderings(numbers: dict, params: dict, papers_root: Path) -> list[str]:
+    """Per split and paper table: both orders over the methods both have, Kendall's τ and the pairs that differ."""
+    from scipy.stats import kendalltau
+
+    lines = []
+    for split in params.get("splits") or []:
+        ours = {i: v["mean"] for (s, i), v in numbers.items() if s == split}
+        if not ours:
+            continue
+        lines.append(f"{split_label(split)}: ours " + " > ".join(sorted(ours, key=ours.get, reverse=True)) + ".")
+        for paper, table, where in PAPER_ORDERS:
+            if split not in where:
+                continue
+            theirs = paper_order(papers_root, paper, table, *where[split])
+            both = [m for m in theirs if m in ours]
+            if len(both) < 3:
+                continue
+            tau = kendalltau([ours[m] for m in both], [theirs[m] for m in both]).statistic
+            flips = [f"{a}/{b}" for k, a in enumerate(both) for b in both[k + 1:]
+                     if (ours[a] - ours[b]) * (theirs[a] - theirs[b]) < 0]
+            lines.append(f"  {paper} {table} ({where[split][1]}): " + " > ".join(sorted(both, key=theirs.get, reverse=True))
+                         + f"; Kendall τ = {tau:.2f} over {len(both)} methods"
+                         + (f"; in the other order: {', '.join(flips)}" if flips else "; the same order") + ".")
+    return lines
+
+
+def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, paper_results_root: Path | None = None,
+           summary: Path | None = None) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    runs = read_runs(Path(results_root), params)
+    df, numbers, failed = cells(runs, params)
+    described = cpu_profile.describe(params)
+    setting = (f"{params.get('clients')} clients of {params.get('model')} (clients and server), seeds "
+               f"{params.get('seeds')}; every method with its own paper's settings. {described}")
+    written = []
+    status = {}
+    if numbers:
+        written += write_table(df, out / "table", "Every one-shot method on the same partitions: final test accuracy "
+                               "(%), mean ± sample std (n seeds), rank in the split (#1 = best), average rank.",
+                               "tab:benchmark", notes=setting)
+        written += figure(numbers, params, out / "figure")
+        status = {"table": f"{len(numbers)} cells run" + (f"; {failed} run(s) failed a guard" if failed else ""),
+                  "figure": "drawn from the runs"}
+    else:
+        status = {"table": "no run yet", "figure": "no run yet"}
+    discussion = orderings(numbers, params, Path(results_root).resolve().parent.parent)
+    lines = ["# The cross-paper benchmark", "", "Generated by the `render` stage (`dvc repro` in papers/benchmark/). "
+             + setting, "", "| artifact | state |", "|---|---|"] + [f"| `{k}` | {v} |" for k, v in status.items()]
+    lines += ["", "## Orderings beside the papers'", "",
+              "The papers ran other client counts, models and epochs: their orders, not their numbers, are compared."]
+    lines += [""] + (discussion or ["No split has run yet."]) + [""]
+    (out / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / "discussion.txt").write_text("\n".join(discussion) + "\n", encoding="utf-8")
+    written += [out / "README.md", out / "discussion.txt"] + write_index(out, status, [])
+    if summary is not None:
+        Path(summary).write_text(json.dumps({"cells_run": len(numbers), "runs_failed_guard": failed}, indent=1,
+                                            sort_keys=True) + "\n")
+    return written

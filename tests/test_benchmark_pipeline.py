@@ -1,0 +1,83 @@
+"""papers/benchmark/: every method of `columns` on the same partitions; a method is one params line; the report ranks
+them and sets their orders beside the papers'."""
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from helpers import repo_copy, sh, stage_families
+
+from osfl.papers import benchmark
+
+PAPER = Path(__file__).resolve().parents[1] / "papers" / "benchmark"
+SUB = "papers/benchmark"
+
+
+def test_the_grid_is_splits_times_seeds_times_columns():
+    params = yaml.safe_load((PAPER / "params.yaml").read_text())
+    runs = len(params["datasets"]) * len(params["splits"]) * len(params["seeds"])
+    families = stage_families(PAPER)
+    assert {k: families.get(k) for k in ("partition", "train", "server")} == {
+        "partition": runs, "train": runs, "server": runs * len(params["columns"])}
+    assert {c["method"] for c in params["columns"]} <= set(params["methods"])
+    assert all(c["id"] == c["method"] + (f"-{c['tag']}" if c["tag"] else "") for c in params["columns"])
+
+
+def _rec(acc, seed, seconds=1.0, failed=False):
+    rec = {"acc_final": acc, "seed": seed, "server_seconds": seconds}
+    if failed:
+        rec["guards"] = {"server_gain_min": {"floor": 15.0, "value": acc, "passed": False}}
+    return rec
+
+
+def test_ranks_and_average_rank_over_splits_with_failed_runs_left_out():
+    params = {"columns": [{"id": "a"}, {"id": "b"}, {"id": "c"}], "splits": ["dir0.5", "2cc"]}
+    runs = {("fmnist", "dir0.5"): {"a": [_rec(70, 0), _rec(72, 1)], "b": [_rec(60, 0)], "c": [_rec(70, 0)]},
+            ("fmnist", "2cc"): {"a": [_rec(20, 0)], "b": [_rec(30, 0), _rec(11, 1, failed=True)]}}
+    df, numbers, failed = benchmark.cells(runs, params)
+    assert failed == 1 and numbers[("2cc", "b")]["n"] == 1
+    assert df.loc["a", "fmnist Dir(0.5)"] == "71.00 ± 1.41 (n=2) (#1)"
+    assert df.loc["c", "fmnist Dir(0.5)"] == "70.00 (#2)" and df.loc["b", "fmnist Dir(0.5)"] == "60.00 (#3)"
+    assert df.loc["b", "fmnist 2 classes per client"] == "30.00 [failed its regime guard: s1 11.00] (#1)"
+    assert df.loc["c", "fmnist 2 classes per client"] == "—"
+    assert list(df["average rank"]) == ["1.50", "2.00", "2.00"]
+
+
+def test_orderings_name_the_pairs_in_the_other_order(repo_root):
+    """FedHydra's Table 1 at FashionMNIST α = 0.5 prints FedHydra > Co-Boosting > FedAvg > OT > DENSE > FedDF."""
+    numbers = {("dir0.5", m): {"mean": v} for m, v in {"fedavg": 70.0, "fedhydra": 60.0, "coboost": 65.0}.items()}
+    lines = benchmark.orderings(numbers, {"splits": ["dir0.5"]}, repo_root / "papers")
+    assert lines[0] == "Dir(0.5): ours fedavg > coboost > fedhydra."
+    fedhydra = next(line for line in lines if "FedHydra table01" in line)
+    assert "fedhydra > coboost > fedavg" in fedhydra and "Kendall τ = -1.00 over 3 methods" in fedhydra
+    assert "in the other order: fedavg/coboost, fedavg/fedhydra, coboost/fedhydra" in fedhydra
+
+
+@pytest.fixture(scope="module")
+def benchmark_repo(tmp_path_factory, repo_root):
+    """`dvc repro` of papers/benchmark/ at smoke on the Fashion-MNIST stand-in, one split and seed, with a made-up
+    method added as one line of `columns` (FedAvg with uniform weights)."""
+    work = tmp_path_factory.mktemp("benchmark") / "repo"
+    with repo_copy(repo_root, work, SUB) as params:
+        params.update(profile="smoke", splits=["dir0.5"], seeds=[0])
+        params["cpu"]["guards"] = {}  # smoke runs sit at chance by design (the guards: test_cpu_profile.py)
+        params["columns"] = [c for c in params["columns"] if c["id"] in ("fedavg", "dense")] + [
+            {"id": "fedavg-uniform", "method": "fedavg", "tag": "uniform", "paper": "made up",
+             "set": "server.fedavg.weighting=uniform"}]
+    out = sh("dvc", "repro", cwd=work / SUB)
+    return work, params, out
+
+
+@pytest.mark.slow
+def test_a_method_added_as_one_params_line_gets_its_row(benchmark_repo):
+    work, params, _ = benchmark_repo
+    reports = work / SUB / "reports"
+    table = (reports / "table.md").read_text()
+    for c in params["columns"]:
+        assert f"| {c['id']} |" in table, c["id"]
+    rec = json.loads((work / SUB / "results" / "fmnist-dir0.5-s0" / "runs" / "fedavg-uniform.json").read_text())
+    assert rec["choices"]["weighting"] == "uniform"
+    assert (reports / "figure.png").is_file() and json.loads((reports / "status.json").read_text())["table"].startswith(
+        "3 cells run")
+    assert "up to date" in sh("dvc", "status", cwd=work / SUB).stdout
