@@ -414,7 +414,12 @@ def claims(sides: dict[tuple[str, str], Side]) -> list[tuple[str, Verdict]]:
         return [r for r in rows if all((r, m) in sides for m in cols)]
 
     def missing(cols, among):
-        gone = [m for m in cols if any((r, m) not in sides for r in among)]
+        """Which columns the judgement lacks, and in which of the rows ``among``."""
+        gone = []
+        for m in cols:
+            where = [r for r in among if (r, m) not in sides]
+            if where:
+                gone.append(f"{m} ({'every row' if len(where) == len(among) else '; '.join(where)})")
         return f" (judged without {', '.join(gone)}: not run, or failed a guard)" if gone else ""
 
     out = []
