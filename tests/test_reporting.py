@@ -207,3 +207,21 @@ def test_figures_are_byte_identical_on_rerun(tmp_path):
     first = [p.read_bytes() for p in curves(series, tmp_path / "c", hlines={"FedAvg": 2.5})]
     second = [p.read_bytes() for p in curves(series, tmp_path / "d", hlines={"FedAvg": 2.5})]
     assert first == second
+
+
+def test_the_reports_unicode_signs_become_latex():
+    from osfl.reporting import escape_latex
+
+    assert escape_latex("≥ 25 %, vgg9 → vgg9_cpu, α = 0.5, λ1 · ✓") == (
+        r"$\geq$ 25 \%, vgg9 $\rightarrow$ vgg9\_cpu, $\alpha$ = 0.5, $\lambda$1 $\cdot$ $\surd$")
+    assert escape_latex("Α Ρ Σ ω") == r"A P $\Sigma$ $\omega$"
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None,
+                    reason="pdflatex not installed: apt-get install texlive-latex-base texlive-latex-recommended")
+def test_every_committed_table_compiles(tmp_path, repo_root):
+    """The LaTeX tables the papers' reports ship compile with plain pdflatex and the required packages (they once
+    carried ≥ and → from the cpu profile's captions, which pdflatex refused)."""
+    tables = sorted(repo_root.glob("papers/*/reports/*.tex"))
+    assert len(tables) >= 20
+    compile_latex([t.read_text(encoding="utf-8") + "\n\\clearpage" for t in tables], tmp_path)  # floats flushed
