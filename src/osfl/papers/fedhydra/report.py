@@ -1,0 +1,187 @@
+"""FedHydra's report: :func:`render` writes every table, figure, runs.md, README.md, status.json and claims.json."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ... import cpu_profile
+from ...reporting.published import load_artifacts, load_published_table, render_comparison
+from ...reporting.runs import write_index
+from ...reporting.spread import VERDICT_RULE
+from .runs import (
+    COMMAND, HETERO_TABLES, NEEDS, Run, _reading, expected_paper_runs, expected_results, load_runs, not_current,
+)
+from .tables import (
+    _note, _ot_note, _reading_note, _seeds_text, _variant_rows, _variants_note, _write_runs, paper_profile_table,
+    summary_metrics, table_cells, table_gaps,
+)
+from .figures import (
+    _figure_status, figure_2cc, figure_ae_sa, figure_curves, figure_local_curve, figure_ms, figure_partitions,
+    figure_synthetic, figure_timing,
+)
+from .claims import claims, local_curve_claims, paper_profile_claims, row_claims
+
+def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
+           published_root: str = "published", paper_results_root: Path | None = None,
+           summary: Path | None = None) -> list[Path]:
+    """Every table, figure, runs.md, README.md and claims.json under ``out``; with ``summary``, the pipeline's
+    summary metrics there (:func:`summary_metrics`, the one file `dvc exp show` reads in papers/fedhydra/)."""
+    # only what the current params produce: results left on disk by a larger grid are listed, not rendered
+    expected = expected_results(params)
+    paper_expected = expected_paper_runs(params)
+
+    def keep(run: str, key: str | None) -> bool:
+        return run in expected and (key is None or key in expected[run])
+
+    def keep_paper(run: str, key: str | None) -> bool:
+        return run in paper_expected
+
+    runs = load_runs(results_root, keep)
+    stale = not_current(results_root, keep)
+    if paper_results_root:
+        stale += not_current(paper_results_root, keep_paper)
+    if stale:
+        print(f"render: not rendered, {len(stale)} result(s) on disk that the current params do not produce "
+              "(see README.md): " + ", ".join(stale), file=sys.stderr)
+    lambdas = list(params.get("lambdas") or [])
+    splits = list(params.get("splits") or [])
+    profile = params.get("profile", "?")
+    described = cpu_profile.describe(params)
+    seeds, base_seed = list((params.get("spread") or {}).get("seeds") or []), params.get("seed", 0)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    arts = load_artifacts(published_root)
+    status: dict[str, str] = {}
+    gaps: dict[str, list[float]] = {}
+    for art in arts:
+        if art.kind != "table":
+            continue
+        ours = table_cells(art, runs, lambdas, seeds, base_seed)
+        paper = load_published_table(art)
+        gaps[art.id] = table_gaps(paper, ours)
+        used = [r for r in runs.values() if r.metrics]
+        need = NEEDS.get(art.id, "its datasets in `datasets`")
+        extra = _variant_rows(art.id, params, ours)
+        note = (_note(used, described, _seeds_text(art.id, runs, seeds, base_seed)) if ours
+                else f"Not run: needs {need} in papers/fedhydra/params.yaml.")
+        if ours and art.id in HETERO_TABLES:
+            archs = sorted({", ".join(c["arch"] for c in (r.clients or {}).get("per_client", []))
+                            for n, r in runs.items() if n.endswith("-hetero")})
+            server = (params.get("hetero") or {}).get("server_model", "?")
+            note += f" Clients M1..M5 in force: {'; '.join(archs)}; server: {server} (hetero.server_model)."
+        for extra_note in (_reading_note(art.id, runs, lambdas, seeds, base_seed), _ot_note(art.id, runs),
+                           _variants_note(extra)):
+            note += f" {extra_note}" if extra_note else ""
+        written += render_comparison(art, ours, out, note=note, extra_rows=extra)
+        total = paper.size
+        n_paper = sum(1 for r, _ in ours if r in paper.index)
+        n_variant = len(ours) - n_paper
+        status[art.id] = (f"{n_paper} of {total} cells run" + (f", {n_variant} variant cell(s)" if n_variant else "")
+                          if ours else f"paper only (needs {need})")
+    paper_runs = load_runs(paper_results_root, keep_paper) if paper_results_root else {}
+    if paper_runs:
+        written += paper_profile_table(paper_runs, runs, arts, out / "table01_paper_profile", profile)
+        status["table01_paper_profile"] = "paper-profile column(s): " + ", ".join(paper_runs)
+    written += figure_curves("fmnist", runs, out / "figure03", "Fig. 3: FashionMNIST, test accuracy vs epoch")
+    written += figure_curves("cifar10", runs, out / "figure04", "Fig. 4: CIFAR10, test accuracy vs epoch")
+    ms_files, ms_label, U_r = figure_ms(runs, out / "figure05")
+    written += ms_files
+    written += figure_2cc(runs, out / "figure06")
+    written += figure_ae_sa(runs, splits, out / "figure07")
+    written += figure_local_curve(runs, out / "figure08")
+    written += figure_partitions(runs, out / "figure09")
+    written += figure_curves("mnist", runs, out / "figure10", "Fig. 10: MNIST, test accuracy vs epoch")
+    written += figure_curves("svhn", runs, out / "figure11", "Fig. 11: SVHN, test accuracy vs epoch")
+    written += figure_synthetic(runs, prepared_root, out / "figure12")
+    written += figure_timing(runs, out / "figure13")
+    for art in arts:  # figures 1 and 2 are schematics
+        if art.kind == "figure" and art.id not in ("figure01", "figure02"):
+            status[art.id] = _figure_status(art.id, runs) + (
+                f" ({ms_label} 2c/c; the paper shows MNIST)" if art.id == "figure05" and ms_label else "")
+    verdicts = claims(runs, splits, U_r, ms_label, lambdas, seeds, base_seed)
+    verdicts += row_claims(arts, runs, lambdas, base_seed) + local_curve_claims(runs, base_seed)
+    if paper_runs:
+        verdicts += paper_profile_claims(paper_runs, base_seed)
+    written.append(_write_runs(runs, out / "runs.md", profile))
+    written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale,
+                                 paper_runs, seeds, base_seed))
+    written += write_index(out, status, verdicts)
+    if summary is not None:
+        summary.write_text(json.dumps(summary_metrics(gaps, verdicts), indent=2, sort_keys=True) + "\n")
+        written.append(summary)
+    return written
+
+
+def _readings_section(runs: dict[str, Run], paper_runs: dict[str, Run]) -> list[str]:
+    """README lines: for every run, its FedHydra results grouped by the reading of Alg. 1 that produced them."""
+    rows = []
+    for prefix, group in (("", runs), ("paper/", paper_runs or {})):
+        for name, run in group.items():
+            by: dict[str, list[str]] = {}
+            for key, rec in sorted(run.metrics.items(), key=lambda kv: (kv[0] != "fedhydra", kv[0])):
+                if key.split("-")[0] == "fedhydra":
+                    by.setdefault(_reading(rec), []).append(f"`{key}`")
+            rows += [f"| {prefix}{name} | {', '.join(keys)} | {r} |" for r, keys in by.items()]
+    if not rows:
+        return []
+    return ["## Which reading produced each FedHydra number", "",
+            "FedHydra's server loop has two readings (`reading`, src/osfl/methods/fedhydra.py `READINGS`): "
+            "**authors**, the first author's released loop (the default), and **literal**, Alg. 1 as written (the "
+            "`FedHydra (literal Alg. 1)` rows of Tables 1-2, run tag `literal`). Each run records its reading under "
+            "`choices.reading`; a run recorded before the readings existed records none and ran the literal reading, "
+            "then the only one. The tables' notes say which reading their FedHydra numbers come from.", "",
+            "| run | FedHydra results | reading |", "|---|---|---|", *rows, ""]
+
+
+def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_label: str,
+                  not_rendered: list[str] = (), paper_runs: dict[str, Run] | None = None, seeds=(),
+                  base_seed=0) -> Path:
+    ran = sorted({r.dataset for r in runs.values() if r.metrics})
+    spread_runs = sorted(n for n in runs if any(n.endswith(f"-s{k}") for k in seeds) and runs[n].metrics)
+    lines = [
+        "# FedHydra: reproduced artifacts", "",
+        f"Generated by `{COMMAND}` (render stage) from the runs under `results/` (in papers/fedhydra/). Profile: **{profile}**; "
+        f"datasets run: {', '.join(ran) or 'none'}. Each table cell reads ours / paper (Δ); ours is the final-epoch "
+        f"accuracy of one run (seed {base_seed}; best-epoch numbers in `runs.md`), or in Tables 1-2, where the run "
+        "also ran with the seeds of `spread.seeds` (runs `<dataset>-<split>-s<seed>`), mean ± sample std (ddof = 1) "
+        f"over the seeds with their number n, the Δ from the mean (extra-seed runs present: "
+        f"{', '.join(spread_runs) or 'none'}). Curves (test accuracy vs epoch) start at epoch 0, the server model "
+        "before training (runs of the `runs/` + `live/` layout; the older `curves/*.csv` start at epoch 1); best "
+        "accuracy and best epoch are over epochs >= 1. Regenerate everything with the command above; add a "
+        "dataset with `dvc exp run -S 'datasets=[mnist,fmnist]'` in papers/fedhydra/.",
+        ""]
+    if not_rendered:
+        lines += ["## Not rendered: results on disk that the current params do not produce", "",
+                  f"{len(not_rendered)} result(s) under `results/` that no stage of `papers/fedhydra/dvc.yaml` produces "
+                  "with the current `papers/fedhydra/params.yaml` (left from a larger grid: `datasets`, `splits`, "
+                  "`methods`, `lambdas`, `hetero`, `ksweep`, `multiround`, `localcurve`, `timing` or `paper_columns` "
+                  "since shortened). No table, figure, claim or `runs.md` below uses them; delete them, or list their "
+                  "runs in the params again to render them. Each is `<results folder>/<run>/<result>`, a result being a "
+                  "method (its `metrics/`, `curves/` and `extras/` files), `partition`, `clients`, `local_curve`, "
+                  "`timing/<method>-t<r>` or `rounds/<method>`:", ""]
+        lines += [f"- `{x}`" for x in not_rendered] + [""]
+    lines += ["## Artifacts", "", "| artifact | paper | files | status |", "|---|---|---|---|"]
+    for art in arts:
+        if art.kind == "table":
+            lines.append(f"| {art.id} | {art.label} | `{art.id}.tex`, `{art.id}.md` | {status.get(art.id, '')} |")
+        elif art.id in status:
+            lines.append(f"| {art.id} | {art.label} | `{art.id}.png`, `{art.id}.pdf` | {status[art.id]} |")
+    if "table01_paper_profile" in status:
+        lines.append(f"| table01_paper_profile | Table 1 at the paper profile | `table01_paper_profile.tex`, "
+                     f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/paper/) |")
+    lines += ["", "Figures 1 and 2 are schematics (no data).", ""]
+    lines += _readings_section(runs, paper_runs or {})
+    lines += ["## Claims of the paper's text", "",
+              "Numbers that ran with more than one seed are shown as mean ± std (n=k). " + VERDICT_RULE + " Here a "
+              "final accuracy's swing is taken over the last half of its curve; \"collapses late\" compares the "
+              "best epoch with the final one; a claim that FedHydra is best (or OT worst) compares it with every "
+              "rival and names the comparisons that decided it.", "",
+              "| artifact | claim | verdict | evidence |", "|---|---|---|---|"]
+    for v in verdicts:
+        label = f"{v['verdict']}: {v['reason']}" if v.get("reason") else v["verdict"]
+        lines.append(f"| {v['artifact']} | {v['claim']} | **{label}** | {v['evidence']} |")
+    lines += ["", "SPEC choices in force are recorded per run in `results/<run>/runs/<method>.json` under "
+              "`choices`; the ambiguities they resolve are listed in the SPEC (§6)."]
+    path.write_text("\n".join(lines) + "\n")
+    return path
