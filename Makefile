@@ -14,7 +14,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-PAPERS := fedhydra fedmho hfldd ofeded
+PAPERS := fedhydra fedmho hfldd ofeded benchmark
 
 .PHONY: install repro verify $(PAPERS) report deps check-deps lock test bench dag farm clean-venv
 
