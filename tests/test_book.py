@@ -76,7 +76,7 @@ def test_make_report_on_a_fresh_clone_runs_only_the_book(tmp_path, repo_root):
     """`make report` is `dvc repro` in report/: on a fresh clone of the committed tree it runs the book stage alone
     (every input is git-tracked) and writes the PDF whose hash dvc.lock records."""
     clone = tmp_path / "clone"
-    sh("git", "clone", "-q", str(repo_root), str(clone))
+    sh("git", "clone", "-q", str(repo_root), str(clone), cwd=tmp_path)
     out = sh("dvc", "repro", cwd=clone / "report").stdout
     assert re.findall(r"Running stage '([^']+)'", out) == ["book"], out
     assert (clone / "report" / "osfl-report.pdf").read_bytes().startswith(b"%PDF")

@@ -37,8 +37,11 @@ def wobble(final: float, swing: float) -> list[float]:
 
 def table1_numbers(root: Path) -> dict:
     p = params(splits=["dir0.3"], seeds=[0, 1])
-    art = next(a for a in ofeded.load_artifacts(str(PAPER / "published")) if a.id == "table1")
-    return ofeded.table1(p, ofeded.read_runs(root, p, ofeded._entries(p)), art)[1]
+    from osfl.reporting.published import load_artifacts
+    from osfl.reporting.runs import read_runs
+
+    art = next(a for a in load_artifacts(str(PAPER / "published")) if a.id == "table1")
+    return ofeded.table1(p, read_runs(root, p, ofeded._entries(p)), art)[1]
 
 
 def test_table1_claim_uses_the_seeds_both_methods_ran(tmp_path):
