@@ -47,7 +47,7 @@ def test_columns_without_a_number_of_ours_are_left_out_and_named():
 def test_claims_not_run_are_counted_not_listed(tmp_path):
     claims = [{"artifact": "table01", "claim": "A is best", "verdict": "holds", "evidence": "-"},
               {"artifact": "table03", "claim": "B is best", "verdict": "not run", "evidence": "-"},
-              {"artifact": "", "claim": "C", "verdict": "not judged: one seed, no spread", "evidence": "-"}]
+              {"artifact": "", "claim": "C", "verdict": "not judged", "evidence": "-", "reason": "one seed, no spread"}]
     paper = book.Paper("fedhydra", tmp_path, "FedHydra: x", claims=claims)
     text = "\n".join(book.summary_section([paper]))
     assert "FedHydra & 1 & 0 & 0 & 1 & 1 & 0 & 3" in text

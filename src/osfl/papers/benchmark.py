@@ -21,7 +21,7 @@ import pandas as pd
 from .. import cpu_profile
 from ..reporting.figures import _style, save_figure
 from ..reporting.published import load_artifacts, load_published_table
-from ..reporting.runs import read_runs, write_index
+from ..reporting.runs import read_runs, split_by_guards, write_index
 from ..reporting.spread import format_spread, mean_std
 from ..reporting.tables import write_table
 
@@ -51,12 +51,9 @@ def cells(runs: dict, params: dict) -> tuple[pd.DataFrame, dict, int]:
         splits.append((col, split))
         for entry in params.get("columns") or []:
             recs = by_id.get(entry["id"], [])
-            good = [r for r in recs if cpu_profile.passed(r)]
+            good, note = split_by_guards(recs)
             failed += len(recs) - len(good)
-            text = format_spread([r["acc_final"] for r in good]) if good else "—"
-            if len(good) < len(recs):
-                text += " [failed its regime guard: " + ", ".join(
-                    f"s{r['seed']} {r['acc_final']:.2f}" for r in recs if r not in good) + "]"
+            text = (format_spread([r["acc_final"] for r in good]) if good else "—") + note
             rows.setdefault(entry["id"], {})[col] = text if recs else "—"
             if good:
                 mean, std, n = mean_std([r["acc_final"] for r in good])

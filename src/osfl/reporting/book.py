@@ -3,7 +3,7 @@ benchmark (papers/benchmark/), then each paper's tables and figures beside the p
 stage wrote them.
 
 It reads only what the papers' render stages committed under ``papers/<paper>/reports/`` (the LaTeX tables, the
-figure PDFs, ``status.json``, ``claims.json``) and ``papers/<paper>/summary.json``, so a fresh clone builds it
+figure PDFs, ``status.json``, ``claims.json``) and their ``published/artifacts.yaml``, so a fresh clone builds it
 without computing a run. The tables' captions already state profile, precision, seeds and guards; an artifact
 that has not run is listed with its state. Compiled with plain ``pdflatex`` (twice, for the contents); the PDF's
 dates come from ``SOURCE_DATE_EPOCH`` (0 unless set), so the same reports give the same bytes.
@@ -26,14 +26,13 @@ from pathlib import Path
 import yaml
 
 from .published import load_artifacts
-from .spread import DOES_NOT_HOLD, HOLDS, NOT_JUDGED, NOT_RUN, NOT_TESTABLE, WITHIN
+from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts
 from .tables import escape_latex
 
 #: The papers in the report's order (the issues' order), with their folder under ``papers/``.
 PAPERS = {"fedhydra": "FedHydra", "fedmho": "FedMHO", "ofeded": "OFedED", "hfldd": "HFLDD"}
 #: A figure whose state starts so has no drawing of ours (its file, if any, is a placeholder): only its state is shown.
 NOT_DRAWN = ("not run", "no run", "schematic", "a schematic", "a conceptual", "paper only")
-VERDICTS = (HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED, NOT_RUN, NOT_TESTABLE)
 PREAMBLE = r"""\documentclass[10pt,a4paper]{article}
 \usepackage[utf8]{inputenc}
 \usepackage[T1]{fontenc}
@@ -52,15 +51,14 @@ PREAMBLE = r"""\documentclass[10pt,a4paper]{article}
 
 @dataclass
 class Paper:
-    """What the report shows of one paper: its title, artifacts (in the paper's order), their state, the claim
-    verdicts and the render's summary metrics."""
+    """What the report shows of one paper: its title, artifacts (in the paper's order), their state and the claim
+    verdicts (claims.json records, :meth:`osfl.reporting.spread.Verdict.record`)."""
     key: str
     folder: Path
     title: str
     artifacts: list = field(default_factory=list)
     status: dict = field(default_factory=dict)
     claims: list = field(default_factory=list)
-    summary: dict = field(default_factory=dict)
 
 
 def _title(folder: Path) -> str:
@@ -82,8 +80,7 @@ def load_paper(folder: Path) -> Paper:
         raise FileNotFoundError(f"{reports / 'status.json'}: not rendered; run `make {folder.name}` (or "
                                 f"`cd {folder} && dvc repro -s render`)")
     return Paper(folder.name, folder, _title(folder), load_artifacts(folder / "published"),
-                 _json(reports / "status.json", {}), _json(reports / "claims.json", []),
-                 _json(folder / "summary.json", {}))
+                 _json(reports / "status.json", {}), _json(reports / "claims.json", []))
 
 
 def _fit_tables(tex: str) -> str:
@@ -130,13 +127,20 @@ def drop_unrun_columns(tex: str) -> str | None:
     return tex[:m.start()] + table + rest[:close] + "\n\\par\\smallskip\n" + note + rest[close:]
 
 
-def _counts(claims: list[dict]) -> dict[str, int]:
-    out = {v: 0 for v in VERDICTS}
-    for c in claims:
-        kind = next((v for v in VERDICTS if str(c.get("verdict", "")).startswith(v)), None)
-        if kind is not None:
-            out[kind] += 1
-    return out
+def _table(tex: str) -> str | None:
+    """A rendered table as the report places it: columns without a number of ours left out
+    (:func:`drop_unrun_columns`; None: nothing of ours), fitted to the line, kept where it stands."""
+    body = drop_unrun_columns(tex)
+    return None if body is None else _fit_tables(body).replace(r"\begin{table}", r"\begin{table}[H]")
+
+
+def _figure(pdf: Path, local: Path, caption: str, height: str) -> list[str]:
+    """``pdf`` copied into the build folder as ``local`` and placed where it stands, at most ``height`` of the text
+    height, with ``caption`` (plain text)."""
+    shutil.copyfile(pdf, local)
+    return [r"\begin{figure}[H]", r"\centering",
+            rf"\includegraphics[width=\linewidth,height={height}\textheight,keepaspectratio]{{{local.name}}}",
+            r"\caption{" + escape_latex(caption) + "}", r"\end{figure}"]
 
 
 def summary_section(papers: list[Paper]) -> list[str]:
@@ -147,20 +151,20 @@ def summary_section(papers: list[Paper]) -> list[str]:
              "judged).", "", r"\begin{center}", r"\begin{tabular}{l" + "r" * (len(VERDICTS) + 1) + "}", r"\toprule",
              "Paper & " + " & ".join(v for v in VERDICTS) + r" & claims \\", r"\midrule"]
     for p in papers:
-        c = _counts(p.claims)
-        lines.append(escape_latex(PAPERS.get(p.key, p.key)) + " & " + " & ".join(str(c[v]) for v in VERDICTS) + f" & {len(p.claims)}"
-                     + r" \\")
+        c = count_verdicts(x["verdict"] for x in p.claims)
+        counts = " & ".join(str(c[v.replace(" ", "_")]) for v in VERDICTS)
+        lines.append(escape_latex(PAPERS.get(p.key, p.key)) + f" & {counts} & {len(p.claims)}" + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{center}"]
     for p in papers:
         lines += [r"\subsection*{" + escape_latex(p.title) + "}", r"\begin{itemize}"]
-        aside = [c for c in p.claims if str(c.get("verdict", "")).startswith((NOT_RUN, NOT_TESTABLE))]
+        aside = [c for c in p.claims if c["verdict"] in (NOT_RUN, NOT_TESTABLE)]
         for c in (c for c in p.claims if c not in aside):
             where = f" [{c['artifact']}]" if c.get("artifact") else ""
-            reason = f": {c['reason']}" if c.get("reason") and not str(c["verdict"]).endswith(c["reason"]) else ""
+            reason = f": {c['reason']}" if c.get("reason") else ""
             lines.append(r"\item " + escape_latex(f"{c['claim']}{where}") + r" --- \textbf{"
                          + escape_latex(f"{c['verdict']}{reason}") + "}")
         for kind in (NOT_RUN, NOT_TESTABLE):
-            left = [c for c in aside if str(c["verdict"]).startswith(kind)]
+            left = [c for c in aside if c["verdict"] == kind]
             if left:
                 where = sorted({c.get("artifact") or "the text" for c in left})
                 lines.append(r"\item " + escape_latex(f"{len(left)} claim(s) {kind} (" + ", ".join(where) + ")"))
@@ -185,16 +189,12 @@ def paper_section(p: Paper, build: Path) -> list[str]:
     for a in p.artifacts:
         tex, pdf = reports / f"{a.id}.tex", reports / f"{a.id}.pdf"
         if a.kind == "table" and tex.is_file():
-            body = drop_unrun_columns(tex.read_text(encoding="utf-8"))
+            body = _table(tex.read_text(encoding="utf-8"))
             if body is not None:
-                lines += [r"\clearpage", _fit_tables(body).replace(r"\begin{table}", r"\begin{table}[H]")]
+                lines += [r"\clearpage", body]
         elif a.kind == "figure" and pdf.is_file() and not p.status.get(a.id, "not run").startswith(NOT_DRAWN):
-            local = build / f"{p.key}-{a.id}.pdf"
-            shutil.copyfile(pdf, local)
-            caption = escape_latex(f"{a.label} (paper): {a.caption} Ours ({a.id}.pdf): {p.status[a.id]}")
-            lines += [r"\begin{figure}[H]", r"\centering",
-                      r"\includegraphics[width=\linewidth,height=0.6\textheight,keepaspectratio]{" + local.name + "}",
-                      r"\caption{" + caption + "}", r"\end{figure}"]
+            lines += _figure(pdf, build / f"{p.key}-{a.id}.pdf",
+                             f"{a.label} (paper): {a.caption} Ours ({a.id}.pdf): {p.status[a.id]}", "0.6")
     return lines
 
 
@@ -207,13 +207,10 @@ def benchmark_section(folder: Path, build: Path) -> list[str]:
     if not (reports / "table.tex").is_file():
         return lines + [escape_latex("No run of papers/benchmark/ yet (`cd papers/benchmark && dvc repro`): every "
                                      "one-shot method on the same partitions will come here.")]
-    lines += [_fit_tables(drop_unrun_columns((reports / "table.tex").read_text(encoding="utf-8"))
-                                         or "").replace(r"\begin{table}", r"\begin{table}[H]")]
+    lines.append(_table((reports / "table.tex").read_text(encoding="utf-8")) or "")
     if (reports / "figure.pdf").is_file():
-        shutil.copyfile(reports / "figure.pdf", build / "benchmark-figure.pdf")
-        lines += [r"\begin{figure}[H]", r"\centering", r"\includegraphics[width=\linewidth,height=0.45\textheight,keepaspectratio]{benchmark-figure.pdf}",
-                  r"\caption{" + escape_latex(f"Accuracy against the server's seconds. {status.get('figure', '')}") + "}",
-                  r"\end{figure}"]
+        lines += _figure(reports / "figure.pdf", build / "benchmark-figure.pdf",
+                         f"Accuracy against the server's seconds. {status.get('figure', '')}", "0.45")
     order = [line for line in (reports / "discussion.txt").read_text(encoding="utf-8").splitlines() if line.strip()] \
         if (reports / "discussion.txt").is_file() else []
     if order:

@@ -48,6 +48,15 @@ def read_runs(results_root: Path, params: dict, entries: list[dict] | None = Non
     return out
 
 
+def split_by_guards(recs: list[dict]) -> tuple[list[dict], str]:
+    """(the run records whose regime guards passed, a cell's note naming the others as
+    `` [failed its regime guard: s<seed> <final accuracy>, ...]``, or "" when none failed)."""
+    good = [r for r in recs if passed(r)]
+    bad = [r for r in recs if not passed(r)]
+    note = " [failed its regime guard: " + ", ".join(f"s{r['seed']} {r['acc_final']:.2f}" for r in bad) + "]"
+    return good, note if bad else ""
+
+
 def vs_paper(vals: list[float], p: float, ps: float = float("nan")) -> str:
     """One cell: ``ours mean ± std (n) / paper ± std (our mean − the paper's)``, with — for a missing side."""
     ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"
@@ -77,11 +86,9 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
             pcol = entry.get("paper")
             if pcol not in paper.columns or not recs:
                 continue
-            ok = [passed(r) for r in recs]
-            if not all(ok):
-                failed[(key, pcol)] = " [failed its regime guard: " + ", ".join(
-                    f"s{r['seed']} {r['acc_final']:.2f}" for r, good in zip(recs, ok) if not good) + "]"
-            recs = [r for r, good in zip(recs, ok) if good]
+            recs, note = split_by_guards(recs)
+            if note:
+                failed[(key, pcol)] = note
             if not recs:
                 continue
             vals = [r["acc_final"] for r in recs]
