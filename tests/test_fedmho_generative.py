@@ -104,6 +104,26 @@ def test_a_diverging_cvae_stops_with_one_line_naming_the_epoch():
                    gen=torch.Generator().manual_seed(4))
 
 
+def test_a_nan_reconstruction_never_reaches_bce(monkeypatch):
+    """On CUDA, BCE on a NaN input is a device-side assert that ends the process (FedMHO's CVAE-small part on an
+    H100), so the retry never saw the divergence: a BCE that fails the test on a non-finite input, as CUDA does,
+    must never be called; the divergence still stops the training with its one line."""
+    import osfl.generative.cvae as cvae
+
+    real = cvae.F.binary_cross_entropy
+
+    def cuda_like(inp, target, **kw):
+        assert bool(torch.isfinite(inp).all()), "BCE called on a non-finite reconstruction"
+        return real(inp, target, **kw)
+
+    monkeypatch.setattr(cvae.F, "binary_cross_entropy", cuda_like)
+    x, y = _data()
+    torch.manual_seed(0)
+    with pytest.raises(RuntimeError, match=r"^CVAE training diverged in epoch \d+ of 30 .*not finite"):
+        train_cvae(build_model("cvae_small", (1, 28, 28), 3), x, y, epochs=30, batch_size=16, lr=1e6,
+                   gen=torch.Generator().manual_seed(4))
+
+
 def test_the_mean_image_loss_lies_between_a_trained_and_an_untrained_cvae():
     """A decoder that draws the data's mean image: a trained CVAE ends below it, an untrained one (sigmoid ~ 0.5,
     784 ln 2 per image) above it; FedMHO's lr 5e-2 left one client at a finite 5e27."""

@@ -33,6 +33,10 @@ def cvae_loss(model: CVAE, x: torch.Tensor, y: torch.Tensor, noise: torch.Tensor
               reduction: str = "batch_mean") -> torch.Tensor:
     """Reconstruction (BCE, summed over pixels) + β · KL for one batch; ``noise`` is the reparameterisation ε."""
     recon, mu, logvar = model(x, y, noise)
+    # checked before BCE: on CUDA a NaN input trips a device-side assert that ends the process (seen on an H100), so
+    # train_cvae's retry could never see it; on the CPU BCE raises, as here
+    if not bool(torch.isfinite(recon).all()):
+        raise RuntimeError("the CVAE's reconstruction is not finite")
     rec = F.binary_cross_entropy(recon, x, reduction="sum")
     kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
     total = rec + beta * kld
@@ -77,7 +81,7 @@ def train_cvae(model: CVAE, x_u8: torch.Tensor, y: torch.Tensor, *, epochs: int,
             noise = torch.randn(len(idx), model.latent_size, generator=gen).to(device)
             try:
                 loss = cvae_loss(model, to_float(x_u8[idx]), y[idx], noise, beta=beta, reduction=reduction)
-            except RuntimeError as err:  # BCE refuses a NaN reconstruction: the training diverged
+            except RuntimeError as err:  # a NaN reconstruction (cvae_loss): the training diverged
                 raise CVAEDiverged(f"CVAE training diverged in epoch {epoch} of {epochs} (Adam lr {lr}; last epoch's "
                                    f"mean loss {loss_val:.2f}): {err}", epoch) from err
             opt.zero_grad(set_to_none=True)
