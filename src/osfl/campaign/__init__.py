@@ -1,0 +1,290 @@
+"""A campaign for a short GPU slot (issue 41): a prioritised queue of DVC stages run to a deadline on the lent
+machine, what finished packed into one archive, and that archive landed in the user's checkout as dvc.lock entries.
+
+``python -m osfl.campaign`` (see ``--help``):
+
+* ``plan QUEUE --minutes M``: which steps of the queue are done, which fit in M minutes and which do not;
+* ``run QUEUE --minutes M --out DIR`` (on the lent machine, in its copy of the repository): runs the steps that are
+  not done in the queue's order, at most ``--pack`` at a time (several small stages share one GPU), each stage's own
+  ``cmd`` in its ``wdir`` (frozen stages too: paper-profile stages are frozen so that ``dvc repro`` never repeats
+  GPU-hours by accident), stops what runs at the deadline, ``dvc commit``s each finished stage there and packs its
+  outputs with its lock entry into ``DIR/campaign.tar.gz`` (outputs cached by DVC only up to ``--max-mib``: the rest
+  stay behind and are named);
+* ``land ARCHIVE`` (back home): unpacks each finished stage's outputs and records it with ``dvc commit``, then checks
+  that every dependency hashes here as it did on the lent machine (the same bytes travelled); a stage whose
+  dependencies differ, or whose cached outputs stayed behind, is not landed, and the report says why.
+
+A later lending resumes: a step whose lock entry matches its dependencies and command is done and skipped, so a
+queue run in several slots runs each stage once. A stage stopped at the deadline starts again in the next slot
+(stages do not checkpoint inside; a step's ``minutes`` is its estimate, and a step that would not fit in what is
+left is not started).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..errors import ConfigError
+
+ARCHIVE = "campaign.tar.gz"
+MANIFEST = "campaign.json"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One queue entry: a stage of a DVC project (a folder with dvc.yaml, relative to the repository root) and the
+    minutes it is expected to take on the lent machine."""
+    project: str
+    stage: str
+    minutes: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.project}:{self.stage}"
+
+
+@dataclass
+class Outcome:
+    step: Step
+    state: str                       # done (before), skipped (does not fit), finished, failed, stopped
+    seconds: float = 0.0
+    detail: str = ""
+    files: list[str] = field(default_factory=list)       # relative to the repository root, packed
+    left_behind: list[str] = field(default_factory=list)  # cached outputs over the size cap
+
+
+def load_queue(path: Path) -> list[Step]:
+    """The queue file: ``steps: [{project, stage, minutes}, ...]`` in priority order; one-line errors."""
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError("queue", f"{path} does not exist") from None
+    steps = (data or {}).get("steps") if isinstance(data, dict) else None
+    if not isinstance(steps, list) or not steps:
+        raise ConfigError("steps", f"{path} needs a non-empty list `steps` of {{project, stage, minutes}}")
+    out = []
+    for i, s in enumerate(steps):
+        if not isinstance(s, dict) or set(s) != {"project", "stage", "minutes"}:
+            raise ConfigError(f"steps[{i}]", "needs exactly the keys project, stage, minutes")
+        if not isinstance(s["minutes"], (int, float)) or s["minutes"] <= 0:
+            raise ConfigError(f"steps[{i}].minutes", f"{s['minutes']!r} is not a positive number of minutes")
+        out.append(Step(str(s["project"]), str(s["stage"]), float(s["minutes"])))
+    if len({s.key for s in out}) != len(out):
+        raise ConfigError("steps", "a stage is listed twice")
+    return out
+
+
+def _stage(root: Path, step: Step):
+    """The DVC stage object of a step (its cmd, wdir, deps, outs), resolved from dvc.yaml (foreach included)."""
+    from dvc.repo import Repo
+
+    project = root / step.project
+    if not (project / "dvc.yaml").is_file():
+        raise ConfigError("project", f"{step.project!r} has no dvc.yaml under {root}")
+    repo = Repo(str(project))
+    for stage in repo.index.stages:
+        if stage.name == step.stage:
+            return repo, stage
+    repo.close()
+    raise ConfigError("stage", f"{step.stage!r} is not a stage of {step.project}/dvc.yaml")
+
+
+def is_done(root: Path, step: Step) -> bool:
+    """The stage has a lock entry and it matches its command, dependencies and outputs (frozen or not; cached
+    outputs may be missing here, as on a fresh clone that did not pull them)."""
+    repo, stage = _stage(root, step)
+    if not _lock_entry(root / step.project, step.stage):
+        repo.close()
+        return False
+    try:
+        stage.frozen = False  # in memory only: a frozen stage's dependencies are otherwise never compared
+        with repo.lock:
+            return not stage.changed(allow_missing=True)
+    finally:
+        repo.close()
+
+
+def _dvc(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=project, capture_output=True, text=True)
+
+
+def _lock_entry(project: Path, name: str) -> dict:
+    lock = yaml.safe_load((project / "dvc.lock").read_text()) if (project / "dvc.lock").is_file() else {}
+    return (lock or {}).get("stages", {}).get(name, {})
+
+
+def _files(path: Path) -> list[Path]:
+    return [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+
+
+def plan(root: Path, queue: list[Step], minutes: float) -> list[tuple[Step, str]]:
+    """(step, what happens to it): done, runs, or does not fit, in queue order (one at a time)."""
+    left, out = minutes, []
+    for step in queue:
+        if is_done(root, step):
+            out.append((step, "done"))
+        elif step.minutes <= left:
+            out.append((step, "runs"))
+            left -= step.minutes
+        else:
+            out.append((step, f"does not fit ({step.minutes:g} min, {left:g} left)"))
+    return out
+
+
+def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int = 1, max_mib: float = 12.0,
+        progress=print) -> list[Outcome]:
+    """Run the queue to a deadline of ``minutes`` from now (see the module's docstring); writes ``out/ARCHIVE``."""
+    root, out = Path(root).resolve(), Path(out)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    deadline = start + minutes * 60
+    outcomes: dict[str, Outcome] = {}
+    todo = []
+    for step in queue:
+        if is_done(root, step):
+            outcomes[step.key] = Outcome(step, "done", detail="its lock entry is current")
+        else:
+            todo.append(step)
+    running: dict[str, tuple[subprocess.Popen, float]] = {}
+    while todo or running:
+        now = time.monotonic()
+        while todo and len(running) < max(1, pack):  # start the next steps that fit
+            step = todo.pop(0)
+            if now + step.minutes * 60 > deadline:
+                outcomes[step.key] = Outcome(step, "skipped", detail=f"does not fit: {step.minutes:g} min, "
+                                                                     f"{(deadline - now) / 60:.1f} left")
+                continue
+            repo, stage = _stage(root, step)
+            wdir, cmd = Path(stage.wdir), stage.cmd
+            repo.close()
+            log = open(out / "logs" / f"{step.stage.replace('@', '_')}.log", "w")
+            proc = subprocess.Popen(cmd if isinstance(cmd, str) else " && ".join(cmd), shell=True, cwd=wdir,
+                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True)
+            running[step.key] = (proc, now)
+            progress(f"[campaign] started {step.key} (estimate {step.minutes:g} min)")
+        for key, (proc, t0) in list(running.items()):
+            step = next(s for s in queue if s.key == key)
+            if proc.poll() is None and time.monotonic() < deadline:
+                continue
+            if proc.poll() is None:  # the deadline: the whole process group, SIGTERM then SIGKILL
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                outcomes[key] = Outcome(step, "stopped", time.monotonic() - t0, "stopped at the deadline")
+            elif proc.returncode != 0:
+                outcomes[key] = Outcome(step, "failed", time.monotonic() - t0, f"exit code {proc.returncode}")
+            else:
+                outcomes[key] = _collect(root, step, time.monotonic() - t0, max_mib)
+            del running[key]
+            progress(f"[campaign] {key}: {outcomes[key].state} ({outcomes[key].seconds:.0f} s) {outcomes[key].detail}")
+        if running:
+            time.sleep(0.5)
+    result = [outcomes[s.key] for s in queue]
+    _pack(root, out, result, minutes, time.monotonic() - start)
+    return result
+
+
+def _collect(root: Path, step: Step, seconds: float, max_mib: float) -> Outcome:
+    """A finished stage: ``dvc commit`` on this machine writes its lock entry; its outputs join the archive, the
+    cached ones only while the archive stays under ``max_mib``."""
+    project = root / step.project
+    done = _dvc(project, "commit", "-f", step.stage)
+    if done.returncode != 0:
+        return Outcome(step, "failed", seconds, "dvc commit: " + (done.stderr.strip().splitlines() or ["?"])[-1])
+    repo, stage = _stage(root, step)
+    files, behind, size = [], [], 0
+    for o in stage.outs:
+        paths = _files(Path(o.fs_path))
+        mib = sum(p.stat().st_size for p in paths) / 2**20
+        rel = str(Path(o.fs_path).relative_to(root))
+        if o.use_cache and size + mib > max_mib:
+            behind.append(rel)
+            continue
+        size += mib
+        files += [str(p.relative_to(root)) for p in paths]
+    repo.close()
+    return Outcome(step, "finished", seconds, "" if not behind else "cached outputs over the cap stay behind",
+                   files, behind)
+
+
+def _pack(root: Path, out: Path, outcomes: list[Outcome], minutes: float, wall: float) -> None:
+    manifest = {"minutes": minutes, "wall_seconds": round(wall, 1), "steps": []}
+    with tarfile.open(out / ARCHIVE, "w:gz") as tar:
+        for o in outcomes:
+            entry = {"project": o.step.project, "stage": o.step.stage, "state": o.state,
+                     "seconds": round(o.seconds, 1), "detail": o.detail, "files": o.files,
+                     "left_behind": o.left_behind}
+            if o.state == "finished":
+                entry["lock"] = _lock_entry(root / o.step.project, o.step.stage)
+                for f in o.files:
+                    tar.add(root / f, arcname=f"files/{f}")
+            manifest["steps"].append(entry)
+        data = json.dumps(manifest, indent=2).encode()
+        info = tarfile.TarInfo(MANIFEST)
+        info.size = len(data)
+        import io
+        tar.addfile(info, io.BytesIO(data))
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+
+
+def _deps(entry: dict) -> dict[str, str]:
+    return {d["path"]: d.get("md5", "") for d in entry.get("deps", [])}
+
+
+def land(root: Path, archive: Path, progress=print) -> list[tuple[str, str]]:
+    """Land the finished stages of an archive in this checkout: (stage key, landed | why not) per step."""
+    root = Path(root).resolve()
+    report = []
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
+        tar.extractall(tmp, filter="data")
+        manifest = json.loads((Path(tmp) / MANIFEST).read_text())
+        for entry in manifest["steps"]:
+            key = f"{entry['project']}:{entry['stage']}"
+            if entry["state"] != "finished":
+                report.append((key, f"not landed: {entry['state']} on the lent machine ({entry['detail']})"))
+            elif entry["left_behind"]:
+                report.append((key, "not landed: cached outputs stayed on the lent machine: "
+                                    + ", ".join(entry["left_behind"])))
+            else:
+                report.append((key, _land_one(root, Path(tmp) / "files", entry)))
+            progress(f"[campaign] {report[-1][0]}: {report[-1][1]}")
+    return report
+
+
+def _land_one(root: Path, files: Path, entry: dict) -> str:
+    project = root / entry["project"]
+    lock = project / "dvc.lock"
+    before = lock.read_bytes() if lock.is_file() else None
+    for f in entry["files"]:
+        dst = root / f
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(files / f, dst)
+    done = _dvc(project, "commit", "-f", entry["stage"])
+    here = _lock_entry(project, entry["stage"])
+    differ = sorted(p for p, md5 in _deps(entry["lock"]).items() if _deps(here).get(p) != md5)
+    if done.returncode == 0 and not differ and here.get("cmd") == entry["lock"].get("cmd"):
+        return "landed"
+    if before is None:  # put dvc.lock back as it was; the unpacked outputs stay for a look
+        lock.unlink(missing_ok=True)
+    else:
+        lock.write_bytes(before)
+    if done.returncode != 0:
+        return "not landed: dvc commit: " + (done.stderr.strip().splitlines() or ["?"])[-1]
+    if differ:
+        return "not landed: dependencies differ from the lent machine's: " + ", ".join(differ)
+    return "not landed: its command differs from the lent machine's"

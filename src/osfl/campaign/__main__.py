@@ -1,0 +1,51 @@
+"""python -m osfl.campaign plan|run|land: a prioritised queue of DVC stages for a short GPU slot (osfl.campaign)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import ConfigError
+from . import ARCHIVE, land, load_queue, plan, run
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m osfl.campaign", description=__doc__.split(":", 1)[1].strip(),
+                                epilog="plan QUEUE --minutes M [--root R]; run QUEUE --minutes M --out DIR [--pack N] "
+                                       "[--max-mib X] [--root R]; land ARCHIVE [--root R]")
+    sub = p.add_subparsers(dest="verb", required=True)
+    for verb, what in (("plan", "which steps are done, which fit in the minutes and which do not"),
+                       ("run", "run the queue to a deadline and pack what finished into OUT/" + ARCHIVE)):
+        s = sub.add_parser(verb, help=what)
+        s.add_argument("queue", type=Path, help="the queue file (steps: [{project, stage, minutes}])")
+        s.add_argument("--minutes", type=float, required=True, help="minutes the campaign may take")
+        s.add_argument("--root", type=Path, default=Path("."), help="the repository root (default: here)")
+        if verb == "run":
+            s.add_argument("--out", type=Path, required=True, help="where the archive and logs go")
+            s.add_argument("--pack", type=int, default=1, help="steps run at a time (default 1)")
+            s.add_argument("--max-mib", type=float, default=12.0,
+                           help="cached outputs travel while the archive stays under this (default 12 MiB)")
+    s = sub.add_parser("land", help="record the finished stages of an archive in this checkout")
+    s.add_argument("archive", type=Path)
+    s.add_argument("--root", type=Path, default=Path("."), help="the repository root (default: here)")
+    args = p.parse_args(argv)
+    try:
+        if args.verb == "land":
+            report = land(args.root, args.archive)
+            return 0 if all(r == "landed" for _, r in report) else 1
+        if args.minutes <= 0:
+            raise ConfigError("--minutes", f"{args.minutes:g} is not a positive number of minutes")
+        queue = load_queue(args.queue)
+        if args.verb == "plan":
+            for step, what in plan(args.root, queue, args.minutes):
+                print(f"{step.key}: {what}")
+            return 0
+        outcomes = run(args.root, queue, args.minutes, args.out, pack=args.pack, max_mib=args.max_mib)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0 if all(o.state in ("done", "finished") for o in outcomes) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

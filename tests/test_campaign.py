@@ -1,0 +1,90 @@
+"""osfl.campaign end to end on the CPU: a copy of the repository stands in for the lent machine, the campaign runs
+its queue there to a deadline, and the archive it packs lands back here as dvc.lock entries written by dvc commit."""
+import json
+import shutil
+
+import pytest
+import yaml
+from helpers import sh
+
+from osfl.campaign import is_done, land, load_queue, plan, run
+from osfl.campaign.__main__ import main
+from osfl.errors import ConfigError
+
+# a DVC subproject as the papers are (dvc init --subdir): a frozen paper-profile stage with a cached model and a
+# git-tracked record, a stage too slow for the deadline, one whose cached output is over the archive's cap
+PIPELINE = {"stages": {
+    "column": {"frozen": True, "deps": ["in.txt"],
+               "cmd": "python -c \"open('model.bin','w').write(open('in.txt').read()*3); "
+                      "open('record.json','w').write('{\\\"acc\\\": 71.02}')\"",
+               "outs": ["model.bin", {"record.json": {"cache": False}}]},
+    "slow": {"cmd": "sleep 60 && echo late > slow.txt", "outs": ["slow.txt"]},
+    "big": {"cmd": "python -c \"open('big.bin','wb').write(bytes(2 * 2**20))\"", "outs": ["big.bin"]},
+    "never": {"cmd": "echo x > n.txt", "outs": ["n.txt"]},
+}}
+QUEUE = {"steps": [{"project": "proj", "stage": "column", "minutes": 0.01},
+                   {"project": "proj", "stage": "slow", "minutes": 0.02},
+                   {"project": "proj", "stage": "big", "minutes": 0.01},
+                   {"project": "proj", "stage": "never", "minutes": 60}]}
+
+
+@pytest.fixture
+def repo(tmp_path):
+    root = tmp_path / "home"
+    (root / "proj").mkdir(parents=True)
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", "--subdir", cwd=root / "proj")
+    (root / "proj" / "in.txt").write_text("weights")
+    (root / "proj" / "dvc.yaml").write_text(yaml.safe_dump(PIPELINE, sort_keys=False))
+    (root / "queue.yaml").write_text(yaml.safe_dump(QUEUE, sort_keys=False))
+    return root
+
+
+def test_a_slot_runs_what_fits_and_lands_what_finished(repo, tmp_path):
+    lent = tmp_path / "lent"  # the lent machine's copy of the working tree
+    shutil.copytree(repo, lent)
+    queue = load_queue(repo / "queue.yaml")
+    assert [w for _, w in plan(repo, queue, 1.0)][:3] == ["runs", "runs", "runs"]
+    assert plan(repo, queue, 1.0)[3][1] == "does not fit (60 min, 0.96 left)"
+    out = tmp_path / "out"
+    got = {o.step.stage: o for o in run(lent, queue, 0.12, out, pack=2, max_mib=1.0, progress=lambda _: None)}
+    assert got["column"].state == "finished" and got["column"].files == ["proj/model.bin", "proj/record.json"]
+    assert got["slow"].state == "stopped" and got["never"].state == "skipped"
+    assert got["big"].state == "finished" and got["big"].left_behind == ["proj/big.bin"]
+    manifest = json.loads((out / "campaign.json").read_text())
+    remote_lock = next(s["lock"] for s in manifest["steps"] if s["stage"] == "column")
+    assert not (repo / "proj" / "dvc.lock").exists()
+
+    report = dict(land(repo, out / "campaign.tar.gz", progress=lambda _: None))
+    assert report["proj:column"] == "landed"
+    assert report["proj:slow"].startswith("not landed: stopped") and "big.bin" in report["proj:big"]
+    here = yaml.safe_load((repo / "proj" / "dvc.lock").read_text())["stages"]
+    assert list(here) == ["column"] and here["column"]["outs"] == remote_lock["outs"]
+    assert (repo / "proj" / "record.json").read_text() == '{"acc": 71.02}'
+    # a later lending resumes: the landed stage is done (frozen, yet its deps are compared) and is not run again
+    assert is_done(repo, queue[0]) and plan(repo, queue, 1.0)[0][1] == "done"
+    (repo / "proj" / "in.txt").write_text("changed")
+    assert not is_done(repo, queue[0])
+
+
+def test_a_stage_whose_dependencies_differ_here_is_not_landed(repo, tmp_path):
+    lent = tmp_path / "lent"
+    shutil.copytree(repo, lent)
+    queue = load_queue(repo / "queue.yaml")[:1]
+    run(lent, queue, 0.5, tmp_path / "out", progress=lambda _: None)
+    (repo / "proj" / "in.txt").write_text("edited after the slot")
+    report = land(repo, tmp_path / "out" / "campaign.tar.gz", progress=lambda _: None)
+    assert report == [("proj:column", "not landed: dependencies differ from the lent machine's: in.txt")]
+    assert not (repo / "proj" / "dvc.lock").exists()  # the lock stays as it was
+
+
+def test_bad_queues_fail_in_one_line(repo, tmp_path):
+    bad = tmp_path / "q.yaml"
+    for text, match in (("steps: []", r"^steps: .* needs a non-empty list"),
+                        ("steps: [{project: proj, stage: column}]", r"^steps\[0\]: needs exactly the keys"),
+                        ("steps: [{project: proj, stage: column, minutes: -1}]", r"^steps\[0\]\.minutes: -1 is not"),
+                        ("steps: [{project: proj, stage: nope, minutes: 1}]", r"^stage: 'nope' is not a stage of")):
+        bad.write_text(text)
+        with pytest.raises(ConfigError, match=match):
+            plan(repo, load_queue(bad), 1.0)
+    assert main(["plan", str(bad), "--minutes", "0", "--root", str(repo)]) == 2
