@@ -97,13 +97,24 @@ def job_for(plan: Plan, git_url: str | None, remote_url: str | None, workdir: Pa
             "remote_url": remote_url, "workdir": str(workdir or Path(tempfile.gettempdir()) / "osfl-farm")}
 
 
-def _restore(plan: Plan, stages: list[str]) -> tuple[list[str], list[str], list[str]]:
-    """`dvc repro --pull <stages>` in the user's checkout; the stages it ran, took from the run-cache, found
+def _restore(plan: Plan, stages: list[str], remote_url: str) -> tuple[list[str], list[str], list[str]]:
+    """`dvc repro --pull <stages>` in the user's checkout, from the remote the workers pushed to (``--remote-url``:
+    the checkout's default remote for that command only); the stages it ran, took from the run-cache, found
     unchanged."""
     if not stages:
         return [], [], []
-    proc = subprocess.run([sys.executable, "-m", "dvc", "repro", "--pull", *stages], cwd=plan.project, env=dvc_env(),
-                          capture_output=True, text=True)
+    local = plan.project / ".dvc" / "config.local"
+    before = local.read_bytes() if local.is_file() else None
+    subprocess.run([sys.executable, "-m", "dvc", "remote", "add", "--force", "--default", "--local", "farm", remote_url],
+                   cwd=plan.project, check=True, capture_output=True, text=True)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "dvc", "repro", "--pull", *stages], cwd=plan.project,
+                              env=dvc_env(), capture_output=True, text=True)
+    finally:  # the checkout's own DVC config as it was
+        if before is None:
+            local.unlink(missing_ok=True)
+        else:
+            local.write_bytes(before)
     text = proc.stdout + proc.stderr
     if proc.returncode != 0:
         raise RuntimeError(f"the final `dvc repro --pull` in {plan.project} exited {proc.returncode}:\n{text[-3000:]}")
@@ -150,7 +161,7 @@ def run_farm(pipeline: Path, selectors: Sequence[str] = (), *, address: str | No
     blocked = set(result.failed) | set(result.skipped)
     todo = [s.name for s in plan.stale if s.name not in blocked and not blocked & set(s.after)]
     out(f"[farm] restoring {len(todo)} stages in {plan.project} (dvc repro --pull)")
-    result.restore_ran, result.restored, result.unchanged = _restore(plan, todo)
+    result.restore_ran, result.restored, result.unchanged = _restore(plan, todo, job["remote_url"])
     recomputed = [s for s in result.restore_ran if s in {w.name for w in plan.workers}]
     if recomputed:
         out(f"[farm] WARNING: the restore computed worker stages again: {', '.join(recomputed)}")
