@@ -80,19 +80,28 @@ def main() -> None:
         t = time.perf_counter()
         ran = sh(sys.executable, "-m", "dvc", "repro", cwd=seq).count("Running stage")
         t_seq = time.perf_counter() - t
-        cmd = [sys.executable, "-m", "osfl.farm", "dvc.yaml", "--workdir", str(base / "workers")]
+        cmd = [sys.executable, "-m", "osfl.farm", "dvc.yaml", "--workdir", str(base / "workers"),
+               "--record", str(base / "farm.json")]
         cmd += ["--address", args.address] if args.address else ["--cpus", str(args.cpus)]
         t = time.perf_counter()
         log = sh(*cmd, cwd=farm)
         t_farm = time.perf_counter() - t
         same = same_results(seq, farm)
+        tasks = [t for t in json.loads((base / "farm.json").read_text())["tasks"].values() if t["computed"]]
     print(log[log.find("[farm] summary"):])
+    # the farm's overhead per task: a task's seconds less its stage command's own (checkout, DVC, push)
+    over = [t["seconds"] - t["command_s"] for t in tasks]
+    phases = {k: round(sum(t[k] for t in tasks) / max(1, len(tasks)), 2) for k in ("checkout_s", "repro_s", "push_s",
+                                                                                     "command_s")}
     row = {"grid": f"main pipeline, profile {args.profile}, methods {args.methods}", "stages": ran,
            "threads": args.threads, "ray_cpus": args.cpus, "address": args.address, "sequential_s": round(t_seq, 1),
            "farm_s": round(t_farm, 1), "ratio": round(t_seq / t_farm, 3), "same_outputs": same,
-           "cpu_count": os.cpu_count()}
+           "cpu_count": os.cpu_count(), "worker_tasks": len(tasks),
+           "overhead_per_task_s": round(sum(over) / max(1, len(over)), 2), "task_phases_mean_s": phases}
     print(f"sequential dvc repro {t_seq:.1f} s, farm {t_farm:.1f} s ({ran} stages, {args.cpus} Ray CPUs, "
           f"threads {args.threads}): ratio {t_seq / t_farm:.2f}x; same outputs: {same}")
+    print(f"farm overhead per worker task: {row['overhead_per_task_s']:.1f} s over {len(tasks)} tasks (mean "
+          f"seconds: {phases})")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"results": [row]}, indent=2))
     if not same:

@@ -345,6 +345,9 @@ def test_farm_runs_the_stale_stages_on_two_workers_and_dvc_restores_them(farmed)
     workers = {"prepare", "train_clients", "server@fedavg", "server@dense"}
     assert {s.name for s in res.plan.workers} == workers and set(res.done) == workers
     assert all(rec["computed"] for rec in res.done.values())  # an empty remote: nothing to restore from
+    for rec in res.done.values():  # the record parts a task's seconds: checkout, repro (the stage's own inside), push
+        assert 0 < rec["command_s"] < rec["repro_s"] and rec["checkout_s"] > 0 and rec["push_s"] > 0, rec
+        assert abs(rec["checkout_s"] + rec["repro_s"] + rec["push_s"] - rec["seconds"]) < 0.05, rec
     assert {"evaluate@fedavg", "evaluate@dense", "report"} <= set(res.restore_ran) <= {
         "partition", "evaluate@fedavg", "evaluate@dense", "report", "peers"}  # peers: renders committed records
     assert set(res.restored) == workers  # from the run-cache the workers pushed

@@ -23,6 +23,9 @@ def main(argv=None) -> int:
     p.add_argument("--workdir", type=Path, default=None, help="workers' checkouts (default: <tmp>/osfl-farm)")
     p.add_argument("--max-retries", type=int, default=2, help="retries of a failed stage (default 2)")
     p.add_argument("--dry", action="store_true", help="print the plan as JSON and stop")
+    p.add_argument("--record", type=Path, default=None,
+                   help="write every task's record (node, attempt, seconds, checkout/repro/push seconds, the stage's "
+                        "own seconds) and the total as JSON here (benchmarks/bench_farm.py reads it)")
     args = p.parse_args(argv)
     try:
         if args.dry:
@@ -33,6 +36,9 @@ def main(argv=None) -> int:
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.record is not None:
+        args.record.write_text(json.dumps({"seconds": round(res.seconds, 3), "tasks": res.done,
+                                           "attempts": res.attempts, "failed": res.failed}, indent=1) + "\n")
     return 0 if res.ok else 1
 
 

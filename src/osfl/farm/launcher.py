@@ -220,7 +220,7 @@ def _summary(result: FarmResult, out: Callable[[str], None]) -> None:
             rec = result.done[st.name]
             how = "computed" if rec["computed"] else "from the run-cache"
             line = f"done on {rec['node']}, {how}, {result.attempts.get(st.name, rec['attempt'])} attempt(s), " \
-                   f"{rec['seconds']:.1f} s"
+                   f"{rec['seconds']:.1f} s (the stage's own {rec.get('command_s', 0):.1f} s)"
         elif st.name in result.failed:
             line = f"FAILED after {result.attempts.get(st.name, 0)} attempts"
         elif st.name in result.skipped:

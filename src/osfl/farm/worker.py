@@ -15,6 +15,7 @@ The log of every attempt is ``<checkout>/.farm-logs/<stage>.<attempt>.log``; a f
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -71,6 +72,7 @@ def run_stage(job: dict[str, Any], stage: str, attempt: int, *, kill_once: str |
     mid-stage, for the tests."""
     t0 = time.perf_counter()
     project = checkout(job)
+    t_checkout = time.perf_counter()
     logs = project / ".farm-logs"
     logs.mkdir(exist_ok=True)
     log = logs / f"{stage.replace('/', '_')}.{attempt}.log"
@@ -89,6 +91,7 @@ def run_stage(job: dict[str, Any], stage: str, attempt: int, *, kill_once: str |
     if rc != 0:
         raise StageFailed(f"{stage}: `dvc repro --pull {stage}` exited {rc} (attempt {attempt}); log {log}:\n"
                           f"{_tail(log)}")
+    t_repro = time.perf_counter()
     with open(log, "a") as fh:
         push = subprocess.run([sys.executable, "-m", "dvc", "push", "--run-cache", "-r", "farm", stage], cwd=project,
                               stdout=fh, stderr=subprocess.STDOUT, env=env)
@@ -96,6 +99,13 @@ def run_stage(job: dict[str, Any], stage: str, attempt: int, *, kill_once: str |
         raise StageFailed(f"{stage}: `dvc push --run-cache` exited {push.returncode} (attempt {attempt}); log "
                           f"{log}:\n{_tail(log)}")
     text = log.read_text(errors="replace")
+    t_end = time.perf_counter()
+    # the stage scripts' own wall time ("[<script>] done in X s", start-up and imports included): the rest of the
+    # task's seconds is the farm's overhead (checkout, DVC's pull/checks/commit, push)
+    own = sum(float(a) + float(b) for a, b in re.findall(
+        r"^\[[\w.]+\] done in ([0-9.]+) s \(start-up and imports ([0-9.]+) s\)", text, flags=re.M))
     return {"stage": stage, "node": socket.gethostname(), "pid": os.getpid(), "attempt": attempt,
-            "computed": f"Running stage '{stage}'" in text, "seconds": round(time.perf_counter() - t0, 3),
+            "computed": f"Running stage '{stage}'" in text, "seconds": round(t_end - t0, 3),
+            "checkout_s": round(t_checkout - t0, 3), "repro_s": round(t_repro - t_checkout, 3),
+            "push_s": round(t_end - t_repro, 3), "command_s": round(own, 3),
             "checkout": str(project), "log": str(log)}
