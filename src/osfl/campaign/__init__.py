@@ -21,6 +21,7 @@ left is not started).
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -237,7 +238,6 @@ def _pack(root: Path, out: Path, outcomes: list[Outcome], minutes: float, wall: 
         data = json.dumps(manifest, indent=2).encode()
         info = tarfile.TarInfo(MANIFEST)
         info.size = len(data)
-        import io
         tar.addfile(info, io.BytesIO(data))
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
 
