@@ -45,3 +45,8 @@ def test_matching_benchmark(tmp_path):
                 "--members", "2", "--steps", "1")
     assert row["reference_s_per_step"] > 0 and row["fast_s_per_step"] > 0
     assert row["first_loss_fast"] == pytest.approx(row["first_loss_reference"], rel=1e-5)
+
+
+def test_client_processes_benchmark(tmp_path):
+    row = bench("bench_client_processes", tmp_path, "--clients", "2", "--samples", "200", "--epochs", "1")
+    assert row["one_process_s"] > 0 and row["processes_s"] > 0 and row["same_bits"] is True

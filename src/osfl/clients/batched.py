@@ -47,7 +47,8 @@ from ..evaluation import to_float
 from ..models import architecture_key, hookless_copy
 from .augment import augment_batch
 from .dp import check_dp_model
-from .training import TrainResult, prepare_model, train_classifier
+from .parallel import client_processes, train_in_processes
+from .training import TrainResult, has_dropout, prepare_model, train_classifier
 
 
 def _sgd_(params, grads, bufs, rows, *, lr: float, momentum: float, weight_decay: float) -> None:
@@ -84,7 +85,7 @@ def _clip_per_client_(grads: dict[str, torch.Tensor], max_norm: float) -> None:
 
 def batchable(model: nn.Module) -> bool:
     """Whether ``model`` can train inside the batched (``vmap``) path: no dropout layer with p > 0."""
-    return not any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules())
+    return not has_dropout(model)
 
 
 class BatchedClients:
@@ -270,6 +271,15 @@ def train_clients(
         groups.setdefault(architecture_key(model) if batched and batchable(model) else k, []).append(k)
     results: list[TrainResult | None] = [None] * len(models)
     seconds = [0.0] * len(models)
+    # the one-by-one clients in worker processes where OSFL_CLIENT_PROCESSES asks (clients/parallel.py): the same
+    # bits, several at a time; a local test curve (eval_fn, a closure) keeps them here
+    alone = [ks[0] for ks in groups.values() if len(ks) == 1]
+    processes = client_processes()
+    if processes > 1 and len(alone) > 1 and hp.get("eval_fn") is None:
+        for k, (res, secs) in train_in_processes(alone, models, data, gens, noise_gens, processes=processes,
+                                                  accel=accel, hp=hp, on_epoch=on_epoch).items():
+            results[k], seconds[k] = res, secs
+        groups = {key: ks for key, ks in groups.items() if len(ks) > 1}
     for ks in groups.values():
         t0 = time.perf_counter()
         if len(ks) > 1:

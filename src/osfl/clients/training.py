@@ -15,6 +15,7 @@ import torch.nn.functional as F
 
 from ..accel import Accel
 from ..evaluation import to_float
+from ..runtime import derive_seed
 from .augment import augment_batch
 from .dp import check_dp_model, dp_sgd_grads
 
@@ -28,7 +29,29 @@ class TrainResult:
     curve: list[dict] = field(default_factory=list)  # [{"epoch": e, "test_acc": a}] when evaluated
 
 
-def train_classifier(
+def has_dropout(model: torch.nn.Module) -> bool:
+    """Whether ``model`` has a dropout layer with p > 0 (its masks come from torch's default generator)."""
+    return any(isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0 for m in model.modules())
+
+
+def train_classifier(model: torch.nn.Module, x_u8: torch.Tensor, y: torch.Tensor, **kw) -> TrainResult:
+    """:func:`_train_classifier` (its docstring says what it does). A model with dropout draws its masks from
+    torch's default generator of its device; here that generator is forked for the training and seeded from the
+    client's own ``gen`` (its initial seed, ``derive_seed(seed, "dropout")``; ``gen`` itself is not consumed), so a
+    client's masks, like its data order, depend on nothing but its own seed: not on the clients trained before it
+    in the same process, nor on which process trains it (clients/parallel.py)."""
+    if not has_dropout(model):
+        return _train_classifier(model, x_u8, y, **kw)
+    device = x_u8.device
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        seed = derive_seed(kw["gen"].initial_seed(), "dropout")
+        torch.random.default_generator.manual_seed(seed)
+        if device.type == "cuda":
+            torch.cuda.manual_seed(seed)
+        return _train_classifier(model, x_u8, y, **kw)
+
+
+def _train_classifier(
     model: torch.nn.Module,
     x_u8: torch.Tensor,
     y: torch.Tensor,

@@ -11,6 +11,7 @@ from ..clients.augment import resolve_augment
 from ..clients.cohort import (build_cohort, cohort_training_flops, initial_states, local_hparams, train_cohort,
                               upload_cohort)
 from ..clients.dp import dp_record
+from ..clients.parallel import client_processes
 from ..config import scaled_epochs
 from ..cpu_profile import client_guard, warn_failed
 from ..evaluation import accuracy
@@ -68,7 +69,7 @@ def _run(args) -> None:
                                    "runtime": accel.in_force(device)})
     write_runtime_record(runtime_record(paths, "clients"), seconds, device, accel, batched=batched,
                          per_client_seconds=[round(float(s), 3) for s in per_client_seconds],
-                         samples_per_second=round(seen / max(seconds, 1e-9), 1))
+                         samples_per_second=round(seen / max(seconds, 1e-9), 1), client_processes=client_processes())
     # all clients, local training only: each step size counted once, times its steps (cohort_training_flops)
     flops = {"train_flops": cohort_training_flops(cohort, hp, device)} if getattr(args, "count_flops", False) else {}
     # DP-SGD clients (SPEC §2.8 [P]): σ, τ, δ and each client's ε (opacus' RDP accountant); no entry without DP

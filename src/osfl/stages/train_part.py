@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
+from ..clients.parallel import client_processes
 from ..cpu_profile import client_guard, cvae_guard, guard_floors, warn_failed
 from ..config import CVAETraining, LocalTraining, check_int, scaled_epochs
 from ..errors import ConfigError, unknown_key
@@ -187,7 +188,8 @@ def _run(args) -> None:
                                     "classifier", "clients": summary, "train": info})
     out.rename(final)
     write_runtime_record(runtime_record(paths, f"clients-{args.part}"), seconds, device, cfg["runtime"],
-                         per_client_seconds=per_client_seconds)
+                         per_client_seconds=per_client_seconds,
+                         client_processes=1 if generative else client_processes())
     record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "per_client": summary}
     if generative:  # the regime guard: a decoder worse than its data's mean image feeds the servers noise
         record["retries"] = part["retries"]
