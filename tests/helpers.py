@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 BIN = str(Path(sys.executable).parent)
+SRC = str(Path(__file__).resolve().parents[1] / "src")  # this checkout's code, also in a git worktree
 # one thread per process: stages run under pytest-xdist workers that share the machine's cores
 THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -23,7 +24,7 @@ def sh(*args, cwd, check=True, env_extra=None) -> subprocess.CompletedProcess:
     """Run a command; a ``dvc``/``python -m osfl.stages`` command's wall time and its stages' times (start-up and
     imports, work) go to the suite's time log (``OSFL_SUITE_TIMES``, printed at the end of the run)."""
     env = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-           "DVC_NO_ANALYTICS": "1", "PYTHONPATH": "", **THREADS}
+           "DVC_NO_ANALYTICS": "1", "PYTHONPATH": SRC, **THREADS}
     env.update(env_extra or {})
     stage_log = tempfile.NamedTemporaryFile(prefix="stages-", suffix=".jsonl", delete=False)
     stage_log.close()
