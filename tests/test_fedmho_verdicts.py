@@ -86,28 +86,3 @@ def test_table4_caption_names_the_clients_behind_its_runs(tmp_path):
         "Clients: vgg9 mean local accuracy dir0.5 s0 58.19 %, dir0.1 s0 28.07 % (20 local epochs); cvae_small "
         "clients ending below their data's mean-image loss dir0.5 s0 1/2; restarted from a fresh draw: dir0.5 s0 "
         "client 6 after failed attempts ending in epochs 16, 40.")
-
-
-def test_table4_at_the_paper_profile_is_rendered_from_results_paper(tmp_path):
-    """Stage paper_row's records under results/paper/<run> give table04_paper_profile beside the paper (with the
-    device of the runtime records); without them, no such table and no state."""
-    params = yaml.safe_load((PAPER / "params.yaml").read_text())
-    paper = tmp_path / "paper"
-    run = paper / "fmnist-dir0.5-s0"
-    (run / "runs").mkdir(parents=True)
-    (run / "runtime").mkdir()
-    for col, acc in (("fedavg_vote", 61.25), ("fedmho", 70.5)):
-        (run / "runs" / f"{col}.json").write_text(json.dumps({"acc_final": acc, "acc_best": acc + 1}))
-        (run / "runtime" / f"{col}.json").write_text(json.dumps({"seconds": 3.0, "runtime": {
-            "device": "cuda", "gpu": "NVIDIA H100 80GB HBM3"}}))
-    out = tmp_path / "reports"
-    fedmho.render(params, tmp_path / "results", tmp_path, out, published_root=str(PAPER / "published"),
-                  paper_results_root=paper)
-    table = (out / "table04_paper_profile.md").read_text()
-    assert "61.25" in table and "70.50" in table and "NVIDIA H100 80GB HBM3" in table and "profile paper" in table
-    assert json.loads((out / "status.json").read_text())["table04_paper_profile"].startswith("2 cells run")
-    empty = tmp_path / "reports-none"
-    fedmho.render(params, tmp_path / "results", tmp_path, empty, published_root=str(PAPER / "published"),
-                  paper_results_root=tmp_path / "no-paper-runs")
-    assert not (empty / "table04_paper_profile.md").exists()
-    assert "table04_paper_profile" not in json.loads((empty / "status.json").read_text())

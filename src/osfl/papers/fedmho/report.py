@@ -82,8 +82,6 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                 {"cells_run": len(numbers), "mean_gap": round(float(np.mean(diffs or [0.0])), 4),
                  "within_3": within[3], "within_10": within[10]})
             verdicts += claims(table04_sides(params, Path(results_root), numbers)) if numbers else []
-            if paper_results_root is not None:
-                written += _paper_profile(params, Path(paper_results_root), art, out, status)
         elif art.id == "table02" and flops_file.is_file():
             record = json.loads(flops_file.read_text())
             paper = load_published_table(art)
@@ -136,23 +134,3 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             status[art.id] = "not built yet (issue 16)"
     written.append(write_status(out, "FedMHO", "papers/fedmho", arts, status, "Table IV", verdicts, metrics, summary))
     return written
-
-
-def _paper_profile(params: dict, paper_root: Path, art, out: Path, status: dict) -> list[Path]:
-    """Table IV's rows at the paper profile (stage paper_row: results/paper/<run>), where any ran, beside the
-    paper's; its state in ``status['table04_paper_profile']``. No verdicts: the claims are judged on one profile."""
-    cells, numbers = table04(params, read_runs(paper_root, params), load_published_table(art),
-                             load_published_table(art, "std"))
-    if not numbers:
-        return []
-    devices = set()
-    for record in paper_root.glob("*/runtime/*.json"):  # where each step ran (its runtime record)
-        runtime = json.loads(record.read_text()).get("runtime", {})
-        devices.add(runtime.get("gpu") or runtime.get("device") or "a device not recorded")
-    devices = sorted(devices)
-    note = ("The paper's hyper-parameters unchanged (profile paper), one run per cell (seed "
-            f"{params.get('seed', 0)}), run on {', '.join(devices) or 'a device not recorded'}; the steps that ran are "
-            "the paper_row stage's command. " + ACC_CELLS)
-    status["table04_paper_profile"] = f"{len(numbers)} cells run at the paper profile (results/paper/)"
-    return write_table(cells, out / "table04_paper_profile", f"{art.label} at the paper profile (paper) vs ours: "
-                       f"{art.caption}", "tab:table04-paper-profile", notes=note)
