@@ -138,8 +138,13 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
     runs = read_runs(Path(results_root), params)
     df, numbers, failed = cells(runs, params)
     described = cpu_profile.describe(params)
+    ran: dict[str, set] = {}
+    for (split, _), v in numbers.items():
+        ran.setdefault(split_label(split), set()).update(v["seeds"])
+    seeds_ran = "; ".join(f"{k}: {', '.join(map(str, sorted(v)))}" for k, v in ran.items()) or "none"
     setting = (f"{params.get('clients')} clients of {params.get('model')} (clients and server), seeds "
-               f"{params.get('seeds')}; every method with its own paper's settings. {described}")
+               f"{params.get('seeds')} (run so far: {seeds_ran}); every method with its own paper's settings. "
+               f"Server seconds: one thread of a 2-core CPU. {described}")
     written = []
     status = {}
     if numbers:
