@@ -10,10 +10,17 @@ from osfl.errors import ConfigError
 
 
 def _run(monkeypatch, processes, models, data, augment):
+    import osfl.clients.batched as batched
+
     monkeypatch.setenv(ENV, str(processes))
+    used, real = [], batched.train_in_processes
+    monkeypatch.setattr(batched, "train_in_processes", lambda ks, *a, **kw: used.append(ks) or real(ks, *a, **kw))
     calls = []
+    # an eval_fn that is never called (eval_every 0), as the train stages pass it, does not keep them here
     results, seconds = train_clients(models, data, gens(len(data)), batched=False, epochs=2, augment=augment, **HP,
-                                     on_epoch=lambda k, e, loss: calls.append((k, e, loss)))
+                                     on_epoch=lambda k, e, loss: calls.append((k, e, loss)),
+                                     eval_fn=lambda m: 0.0, eval_every=0)
+    assert used == ([[0, 1, 2]] if processes > 1 else [])  # the workers trained every client, or none did
     return results, seconds, calls
 
 

@@ -47,7 +47,7 @@ from ..evaluation import to_float
 from ..models import architecture_key, hookless_copy
 from .augment import augment_batch
 from .dp import check_dp_model
-from .parallel import client_processes, train_in_processes
+from .parallel import client_processes, local_curve, train_in_processes
 from .training import TrainResult, has_dropout, prepare_model, train_classifier
 
 
@@ -275,9 +275,10 @@ def train_clients(
     # bits, several at a time; a local test curve (eval_fn, a closure) keeps them here
     alone = [ks[0] for ks in groups.values() if len(ks) == 1]
     processes = client_processes()
-    if processes > 1 and len(alone) > 1 and hp.get("eval_fn") is None:
+    if processes > 1 and len(alone) > 1 and not local_curve(hp):
         for k, (res, secs) in train_in_processes(alone, models, data, gens, noise_gens, processes=processes,
-                                                  accel=accel, hp=hp, on_epoch=on_epoch).items():
+                                                  accel=accel, hp={**hp, "eval_fn": None},
+                                                  on_epoch=on_epoch).items():
             results[k], seconds[k] = res, secs
         groups = {key: ks for key, ks in groups.items() if len(ks) > 1}
     for ks in groups.values():

@@ -30,7 +30,7 @@ from ..models import build_model
 from ..models.normalise import input_normalisation
 from ..runtime import derive_seed, seeded_init
 from .batched import batchable, train_clients
-from .parallel import client_processes
+from .parallel import client_processes, local_curve
 from .training import TrainResult
 from .upload import ClientUpload, write_upload
 
@@ -112,7 +112,7 @@ def train_cohort(cohort: Cohort, hp: dict, device: torch.device, *, progress: bo
            else "one by one" if not want or with_dropout == n
            else f"batched, {with_dropout} with dropout one by one")
     procs = client_processes()
-    if procs > 1 and not batched and n > 1 and hp.get("eval_fn") is None:
+    if procs > 1 and not batched and n > 1 and not local_curve(hp):
         how += f", {min(procs, n)} at a time (OSFL_CLIENT_PROCESSES)"
     bar.set_description(f"{desc}{n} clients {how}")
     logger = None if live is None else ClientsLive(live, n)

@@ -10,7 +10,7 @@ DVC param: a run with 2 processes is the run with 1, and each training stage's r
 Workers are started with ``spawn`` (safe with CUDA and with torch's thread pools); each pins the parent's thread
 count and deterministic algorithms (:func:`osfl.runtime.apply_execution`) before it trains. Progress comes back
 through a queue, so the stage's progress bar and live logger stay in the stage's process. A training that needs a
-closure (``eval_fn``: a local test curve) runs in the stage's process.
+closure that is called (``eval_fn`` with ``eval_every`` > 0: a local test curve) runs in the stage's process.
 """
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ def client_processes() -> int:
     if n < 1:
         raise ConfigError(ENV, f"must be an integer >= 1 (clients trained at once), got {raw!r}")
     return n
+
+
+def local_curve(hp: dict) -> bool:
+    """Whether the training evaluates the clients as it goes (``eval_every`` > 0 with an ``eval_fn``, a closure that
+    stays in the stage's process); without it, ``eval_fn`` is never called and the clients may go to workers."""
+    return bool(hp.get("eval_every")) and hp.get("eval_fn") is not None
 
 
 def _train_one(job: dict) -> tuple[int, object, dict, float]:
