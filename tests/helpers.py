@@ -135,3 +135,21 @@ def host_facts(project: Path, records: tuple[str, ...] = ()) -> list[str]:
         files += [f for f in (project / "results").glob(pattern) if "runtime" not in f.parts]
     assert files, f"no JSON output under {project}"
     return [f"{f.relative_to(project)}: {k}" for f in sorted(set(files)) for k in sorted(set(keys(json.loads(f.read_text()))))]
+
+
+def lock_weights(repo: Path, lock_text: str, stages) -> dict:
+    """Every .pt file the stages' cached output folders hold, as the dvc.lock names them, loaded from the repository's
+    DVC cache: {output/file: state dict}. (The folders' own hashes differ between runs: their manifests record
+    wall-clock seconds.)"""
+    import torch
+
+    lock, out = yaml.safe_load(lock_text)["stages"], {}
+    cache = repo / ".dvc" / "cache" / "files" / "md5"
+    for stage in stages:
+        for o in lock[stage]["outs"]:
+            if o["md5"].endswith(".dir"):
+                for f in json.loads((cache / o["md5"][:2] / o["md5"][2:]).read_text()):
+                    if f["relpath"].endswith(".pt"):
+                        out[f"{o['path']}/{f['relpath']}"] = torch.load(cache / f["md5"][:2] / f["md5"][2:],
+                                                                        weights_only=True)
+    return out

@@ -19,6 +19,8 @@ PIPELINE = {"stages": {
         "deps": ["a.txt", "s.json"], "outs": ["m${item}.txt"]}},
     "report": {"cmd": "python -c \"open('r.json','w').write(open('mx.txt').read())\"", "deps": ["mx.txt", "my.txt"],
                "outs": [{"r.json": {"cache": False}}]},
+    "rounds": {"cmd": "python -c \"import os; os.makedirs('ck', exist_ok=True); open('ck/t','a').write('.')\"",
+               "deps": ["s.json"], "outs": [{"ck": {"persist": True}}]},
 }}
 
 
@@ -32,14 +34,14 @@ def project(tmp_path):
     return tmp_path
 
 
-def test_plan_puts_cached_stages_on_workers_and_waits_through_local_ones(project):
+def test_plan_puts_every_stage_dvc_can_key_on_workers_and_waits_through_local_ones(project):
     plan = make_plan(project / "dvc.yaml")
     assert plan.selected[0] == "prep" and plan.selected[-1] == "report" and plan.up_to_date == []
     where = {s.name: s.where for s in plan.stale}
-    assert where == {"prep": "worker", "split": "local", "server@x": "worker", "server@y": "worker",
-                     "report": "local"}
+    assert where == {"prep": "worker", "split": "worker", "server@x": "worker", "server@y": "worker",
+                     "report": "worker", "rounds": "local"}  # git-tracked outputs on workers; a persistent one not
     after = {s.name: s.after for s in plan.stale}
-    assert after["server@x"] == ["prep"]  # through split, which runs wherever it is needed
+    assert after["server@x"] == ["prep", "split"] and after["split"] == ["prep"] and after["rounds"] == ["split"]
     assert sorted(after["report"]) == ["server@x", "server@y"]
     assert next(s for s in plan.stale if s.name == "server@y").resources == Resources(1, 0.5, 4.0)
     only = make_plan(project / "dvc.yaml", ["server@y"])  # a selector brings what it needs
@@ -47,10 +49,11 @@ def test_plan_puts_cached_stages_on_workers_and_waits_through_local_ones(project
     sh("dvc", "repro", "prep", cwd=project)
     (project / "in.txt").write_text("hi")  # unchanged input: prep is up to date, the rest still stale
     plan = make_plan(project / "dvc.yaml")
-    assert "prep" in plan.up_to_date and [s.name for s in plan.workers] == ["server@x", "server@y"]
-    assert all(s.after == [] for s in plan.workers)
+    assert "prep" in plan.up_to_date and [s.name for s in plan.workers] == ["split", "server@x", "server@y",
+                                                                          "report"]
+    assert next(s for s in plan.workers if s.name == "server@x").after == ["split"]
     (project / "in.txt").write_text("changed")  # a changed input makes everything downstream stale
-    assert [s.name for s in make_plan(project / "dvc.yaml").workers] == ["prep", "server@x", "server@y"]
+    assert [s.name for s in make_plan(project / "dvc.yaml").workers][:2] == ["prep", "split"]
     with pytest.raises(ConfigError, match=r"^stage: 'srv\*' matches no stage of dvc.yaml; stages: prep, "):
         make_plan(project / "dvc.yaml", ["srv*"])
 
@@ -71,3 +74,29 @@ def test_resources_default_per_family_and_bad_keys_name_the_key():
                      ({"farm": {"resources": {"server": 1}}}, "farm.resources.server")):
         with pytest.raises(ConfigError, match=rf"^{key}: "):
             stage_resources(bad)
+
+
+def test_a_stage_with_git_tracked_outputs_travels_through_the_run_cache(project, tmp_path_factory):
+    """DVC alone saves no run-cache entry for a stage with a plain ``cache: false`` output, and ``dvc push
+    --run-cache`` leaves out such outputs' objects: after osfl.farm.runcache, a fresh clone with only the remote
+    restores every stage (git-tracked files included, the same bytes) and runs none."""
+    remote = tmp_path_factory.mktemp("remote")
+    sh("git", "add", "-A", cwd=project)
+    sh("git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "toy", cwd=project)
+    sh("dvc", "remote", "add", "-d", "--local", "r", str(remote), cwd=project)
+    sh("dvc", "repro", "prep", "split", "server@x", "server@y", "report", cwd=project)
+    sh("dvc", "push", "--run-cache", cwd=project)
+    runs = sorted(p.parent.name for p in (remote / "runs").rglob("*") if p.is_file())
+    assert len(runs) == 3  # prep and both servers; not split or report (their outputs are plain cache: false)
+    for stage in ("prep", "split", "server@x", "server@y", "report"):
+        out = sh("python", "-m", "osfl.farm.runcache", stage, "--remote", "r", cwd=project).stdout
+        assert out.startswith(f"[runcache] {stage}: pushed "), out
+    clone = tmp_path_factory.mktemp("clone") / "c"
+    sh("git", "clone", "-q", str(project), str(clone), cwd=clone.parent)
+    sh("dvc", "remote", "add", "-d", "--local", "r", str(remote), cwd=clone)
+    text = sh("dvc", "repro", "--pull", "prep", "split", "server@x", "server@y", "report", cwd=clone).stdout
+    assert "Running stage" not in text and text.count("is cached - skipping run") == 5, text
+    for f in ("s.json", "r.json", "mx.txt"):
+        assert (clone / f).read_bytes() == (project / f).read_bytes(), f
+    bad = sh("python", "-m", "osfl.farm.runcache", "rounds", "--remote", "r", cwd=project, check=False)
+    assert bad.returncode != 0 and "persistent output" in bad.stderr

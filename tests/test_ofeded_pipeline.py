@@ -1,9 +1,11 @@
 """papers/ofeded/: the two-transmission DAG (train → condense → server) at smoke, Tables 1 and 3 beside the paper's,
 and the published tables read as printed."""
+import fnmatch
 import json
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from osfl.models import build_model
@@ -85,7 +87,7 @@ def test_table1_keeps_the_papers_rows_and_adds_ours(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # the pipeline end to end (slow)
 
-from helpers import host_facts, repo_copy, sh, stage_families  # noqa: E402
+from helpers import host_facts, lock_weights, repo_copy, sh, stage_families  # noqa: E402
 
 
 # the smoke run keeps a slice of every kind of column (the full lists: test_every_ablation_row_has_a_run..., and
@@ -254,3 +256,45 @@ def test_seconds_and_host_stay_out_of_what_was_computed(ofeded_repo):
     assert host_facts(work / SUB, ("*/distilled*.json", "*/projections.json", "*/clients.json")) == []
     runtime = json.loads((work / SUB / "results" / "fmnist-dir0.3-s0" / "runtime" / "distilled.json").read_text())
     assert runtime["seconds"] > 0 and len(runtime["per_client_seconds"]) == params["clients"]
+
+
+@pytest.fixture(scope="module")
+def ofeded_farmed(ofeded_repo, tmp_path_factory):
+    """Issue 41: an OFedED server_s@ stage (OFedED on the distilled sets) and everything upstream of it, through
+    the farm on a local Ray instance with two CPUs, from a clone of the commit ofeded_repo's sequential `dvc repro`
+    ran, with an empty DVC remote; the first attempt of condense@ loses its worker mid-stage. The reference
+    weights are read from the sequential run before any later test changes its copy."""
+    from osfl.farm import run_farm
+
+    work, _, _ = ofeded_repo
+    selection = ["server_s@*-col0"]  # OFedED on the distilled sets, one column
+    lock = yaml.safe_load((work / SUB / "dvc.lock").read_text())["stages"]
+    names = sorted(n for n in lock if n.startswith(("train@", "condense@")) or fnmatch.fnmatch(n, selection[0]))
+    ref = lock_weights(work, (work / SUB / "dvc.lock").read_text(), names)  # the cache is the repository's
+    base = tmp_path_factory.mktemp("ofeded-farm")
+    user = base / "user"
+    sh("git", "clone", "-q", str(work), str(user), cwd=base)
+    (base / "remote").mkdir()
+    kill = next(n for n in names if n.startswith("condense@"))
+    lines: list[str] = []
+    res = run_farm(user / SUB / "dvc.yaml", selection, cpus=2, workdir=base / "workers",
+                   remote_url=str(base / "remote"), kill_once=(kill, base / "killed"), out=lines.append)
+    return user, res, ref, names, kill, lines
+
+
+@pytest.mark.slow
+def test_the_farm_runs_every_stage_of_a_paper_pipeline_on_workers_bit_for_bit(ofeded_farmed):
+    """All of the selection's stages ran on workers, git-tracked records included (partition, the clients' and the
+    distillation's records); the checkout restored each from the run-cache and runs nothing more; the clients',
+    distilled sets' and servers' tensors equal the sequential run's; condense@ ran twice (its first worker died)."""
+    user, res, ref, names, kill, lines = ofeded_farmed
+    assert res.ok, (res.failed, res.skipped, "\n".join(lines))
+    assert res.plan.local == [] and {"prepare@fmnist"} <= set(res.done) and set(names) <= set(res.done)
+    assert any(n.startswith("partition@") for n in res.done)
+    assert res.restore_ran == [] and set(res.restored) == set(res.done)
+    assert res.attempts[kill] == 2 and all(res.attempts[s] == 1 for s in res.done if s != kill)
+    assert "Running stage" not in sh("dvc", "repro", *[f"{n}" for n in names], cwd=user / SUB).stdout
+    mine = lock_weights(user, (user / SUB / "dvc.lock").read_text(), names)
+    assert sorted(mine) == sorted(ref) and ref, (sorted(mine), sorted(ref))
+    for name, state in ref.items():
+        assert state.keys() == mine[name].keys() and all(torch.equal(v, mine[name][k]) for k, v in state.items()), name

@@ -3,10 +3,11 @@
 ``python -m osfl.farm <dvc.yaml> [stage selectors]`` (``make farm PIPELINE=... STAGES=...``):
 
 * :mod:`.plan`: the stage graph and the stale stages as DVC sees them; where each runs (a Ray worker, or the
-  user's checkout for the stages whose outputs git tracks) and what it asks of a node (``farm.resources`` in the
-  pipeline's params, per stage family);
-* :mod:`.worker`: one task: a checkout of the commit per worker process, ``dvc repro --pull <stage>``,
-  ``dvc push --run-cache <stage>``;
+  user's checkout for the stages DVC cannot key in its run-cache: a persistent output) and what it asks of a node
+  (``farm.resources`` in the pipeline's params, per stage family);
+* :mod:`.worker`: one task: a checkout of the commit per worker process, ``dvc repro --pull <stage>``, then
+  :mod:`.runcache` pushes its outputs and its run-cache entry with every object it names (git-tracked records
+  included);
 * :mod:`.launcher`: the tasks in dependency order with bounded retries and a live line per stage, then
   ``dvc repro --pull`` in the user's checkout, which restores every finished stage from the run-cache and writes
   dvc.lock itself.

@@ -142,7 +142,7 @@ def run_farm(pipeline: Path, selectors: Sequence[str] = (), *, address: str | No
     result = FarmResult(plan)
     job = job_for(plan, git_url, remote_url, workdir)
     out(f"[farm] {plan.pipeline}: {len(plan.selected)} stages selected, {len(plan.up_to_date)} up to date, "
-        f"{len(plan.workers)} to run on workers, {len(plan.local)} to run here (outputs git tracks); commit "
+        f"{len(plan.workers)} to run on workers, {len(plan.local)} to run here (DVC cannot key them in its run-cache); commit "
         f"{job['commit'][:10]}, remote {job['remote_url']}")
     started = False
     if plan.workers:
@@ -226,7 +226,7 @@ def _summary(result: FarmResult, out: Callable[[str], None]) -> None:
         elif st.name in result.skipped:
             line = "skipped (upstream failed)"
         elif st.name in result.restore_ran:
-            line = "ran here (outputs git tracks)"
+            line = "ran here (DVC cannot key it in its run-cache)"
         elif st.name in result.restored:
             line = "restored here"
         elif st.name in result.unchanged:

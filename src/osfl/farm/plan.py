@@ -3,10 +3,11 @@ each runs and what it asks of a node.
 
 * Stale: what `dvc status` reports changed for the stages of the pipeline file, and every stage downstream of one
   (its inputs will change), restricted to the stages selected and their upstream.
-* Where: a stage whose outputs are all in DVC's cache runs on a Ray worker (``worker``); a stage with an output that
-  git tracks (``cache: false``: partitions, evaluation records, reports) or no output runs in the user's checkout
-  (``local``), because DVC's run-cache, the farm's data plane, does not carry such outputs. They are small and fast
-  by construction; a worker that needs one upstream recomputes it in its checkout (same command, same bits).
+* Where: a stage DVC can key in its run-cache, the farm's data plane, runs on a Ray worker (``worker``), whatever
+  its outputs (git-tracked records travel as the run-cache entry's objects: :mod:`osfl.farm.runcache`); a stage
+  DVC cannot key (a ``persist`` output, such as HFLDD's round checkpoints; no command or no output) runs in the
+  user's checkout (``local``), and a worker that needs one upstream recomputes it in its checkout (same command,
+  same bits).
 * After: a worker stage waits for its nearest worker-stage ancestors (through local stages).
 * Resources: per stage family (the stage name before ``@``), :data:`DEFAULT_RESOURCES` overridden by the pipeline
   params file's ``farm.resources`` section, e.g. ``farm: {resources: {server: {gpus: 0.25, cpus: 1, memory_gb: 4}}}``.
@@ -22,6 +23,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from ..errors import ConfigError
+from .runcache import hashable
 
 # A small-CNN run leaves a GPU mostly idle: the families that compute with torch ask for a fraction so several share
 # one. GPU requests are dropped (with a note) on a cluster that has no GPU.
@@ -107,10 +109,6 @@ def stage_resources(params: Mapping[str, Any] | None, params_file: str = "params
     return {fam: Resources(**{**base, **res}) for fam, res in merged.items()}
 
 
-def _uses_cache_only(stage) -> bool:
-    return bool(stage.outs) and all(o.use_cache for o in stage.outs)
-
-
 def make_plan(pipeline: Path, selectors: Sequence[str] = ()) -> Plan:
     """The plan for ``pipeline`` (a dvc.yaml) and ``selectors`` (stage names or shell patterns such as
     ``'server@*'``; none: every stage). A selector that matches no stage fails naming the stages there are."""
@@ -162,7 +160,7 @@ def _plan(pipeline: Path, project: Path, selectors: Sequence[str], resources: di
         for n in order:
             if n not in stale:
                 continue
-            where = "worker" if _uses_cache_only(stages[n]) else "local"
+            where = "worker" if hashable(stages[n]) else "local"
             fam = family(n)
             plans[n] = StagePlan(n, fam, where, resources=resources.get(fam, resources["default"]))
         for n, plan in plans.items():  # nearest worker-stage ancestors, through local stages

@@ -5,9 +5,11 @@ and run-cache as the only way data comes in and goes out.
    shared, so its DVC cache is its own), cloned from ``git_url`` and forced to ``commit``; the project's default
    remote is set (``--local``) to the shared remote's URL.
 2. ``dvc repro --pull <stage>``: the stage's upstream outputs come from the remote through the run-cache (the
-   stages other tasks ran and pushed; local stages upstream, whose outputs git tracks, are recomputed here: same
-   command, same bits), then the stage runs, or is restored if its run is already in the run-cache.
-3. ``dvc push --run-cache <stage>``: its outputs and its run-cache entry go to the remote.
+   stages other tasks ran and pushed, git-tracked outputs included; a stage DVC cannot key, one with a persistent
+   output, is recomputed here: same command, same bits), then the stage runs, or is restored if its run is already
+   in the run-cache.
+3. ``python -m osfl.farm.runcache <stage>``: its outputs, its run-cache entry and the entry's objects (the
+   git-tracked outputs too, which ``dvc push --run-cache`` leaves out) go to the remote.
 
 The log of every attempt is ``<checkout>/.farm-logs/<stage>.<attempt>.log``; a failed stage raises
 :class:`StageFailed` with the log's tail (the launcher retries it, a bounded number of times).
@@ -93,11 +95,11 @@ def run_stage(job: dict[str, Any], stage: str, attempt: int, *, kill_once: str |
                           f"{_tail(log)}")
     t_repro = time.perf_counter()
     with open(log, "a") as fh:
-        push = subprocess.run([sys.executable, "-m", "dvc", "push", "--run-cache", "-r", "farm", stage], cwd=project,
+        push = subprocess.run([sys.executable, "-m", "osfl.farm.runcache", stage, "--remote", "farm"], cwd=project,
                               stdout=fh, stderr=subprocess.STDOUT, env=env)
     if push.returncode != 0:
-        raise StageFailed(f"{stage}: `dvc push --run-cache` exited {push.returncode} (attempt {attempt}); log "
-                          f"{log}:\n{_tail(log)}")
+        raise StageFailed(f"{stage}: `python -m osfl.farm.runcache` exited {push.returncode} (attempt {attempt}); "
+                          f"log {log}:\n{_tail(log)}")
     text = log.read_text(errors="replace")
     t_end = time.perf_counter()
     # the stage scripts' own wall time ("[<script>] done in X s", start-up and imports included): the rest of the
