@@ -89,10 +89,10 @@ def main() -> None:
         same = same_results(seq, farm)
         tasks = [t for t in json.loads((base / "farm.json").read_text())["tasks"].values() if t["computed"]]
     print(log[log.find("[farm] summary"):])
-    # the farm's overhead per task: a task's seconds less its stage command's own (checkout, DVC, push)
+    # the farm's overhead per task: a task's seconds less its stage command's own (checkout, landing, DVC, push)
     over = [t["seconds"] - t["command_s"] for t in tasks]
-    phases = {k: round(sum(t[k] for t in tasks) / max(1, len(tasks)), 2) for k in ("checkout_s", "repro_s", "push_s",
-                                                                                     "command_s")}
+    phases = {k: round(sum(t[k] for t in tasks) / max(1, len(tasks)), 2)
+              for k in ("checkout_s", "land_s", "repro_s", "push_s", "command_s")}
     row = {"grid": f"main pipeline, profile {args.profile}, methods {args.methods}", "stages": ran,
            "threads": args.threads, "ray_cpus": args.cpus, "address": args.address, "sequential_s": round(t_seq, 1),
            "farm_s": round(t_farm, 1), "ratio": round(t_seq / t_farm, 3), "same_outputs": same,

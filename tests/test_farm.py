@@ -34,12 +34,14 @@ def project(tmp_path):
     return tmp_path
 
 
-def test_plan_puts_every_stage_dvc_can_key_on_workers_and_waits_through_local_ones(project):
+def test_plan_puts_every_stage_on_workers_and_says_how_its_results_come_back(project):
     plan = make_plan(project / "dvc.yaml")
     assert plan.selected[0] == "prep" and plan.selected[-1] == "report" and plan.up_to_date == []
-    where = {s.name: s.where for s in plan.stale}
-    assert where == {"prep": "worker", "split": "worker", "server@x": "worker", "server@y": "worker",
-                     "report": "worker", "rounds": "local"}  # git-tracked outputs on workers; a persistent one not
+    assert {s.name for s in plan.workers} == set(plan.selected) and plan.local == []
+    via = {s.name: s.via for s in plan.stale}  # git-tracked outputs through the run-cache; a persistent one carried
+    assert via == {"prep": "run-cache", "split": "run-cache", "server@x": "run-cache", "server@y": "run-cache",
+                   "report": "run-cache", "rounds": "carried"}
+    assert next(s for s in plan.stale if s.name == "server@x").upstream == ["prep", "split"]
     after = {s.name: s.after for s in plan.stale}
     assert after["server@x"] == ["prep", "split"] and after["split"] == ["prep"] and after["rounds"] == ["split"]
     assert sorted(after["report"]) == ["server@x", "server@y"]
@@ -49,8 +51,8 @@ def test_plan_puts_every_stage_dvc_can_key_on_workers_and_waits_through_local_on
     sh("dvc", "repro", "prep", cwd=project)
     (project / "in.txt").write_text("hi")  # unchanged input: prep is up to date, the rest still stale
     plan = make_plan(project / "dvc.yaml")
-    assert "prep" in plan.up_to_date and [s.name for s in plan.workers] == ["split", "server@x", "server@y",
-                                                                          "report"]
+    assert "prep" in plan.up_to_date and [s.name for s in plan.workers] == ["split", "rounds", "server@x",
+                                                                          "server@y", "report"]
     assert next(s for s in plan.workers if s.name == "server@x").after == ["split"]
     (project / "in.txt").write_text("changed")  # a changed input makes everything downstream stale
     assert [s.name for s in make_plan(project / "dvc.yaml").workers][:2] == ["prep", "split"]
@@ -76,10 +78,11 @@ def test_resources_default_per_family_and_bad_keys_name_the_key():
             stage_resources(bad)
 
 
-def test_a_stage_with_git_tracked_outputs_travels_through_the_run_cache(project, tmp_path_factory):
+def test_git_tracked_outputs_travel_through_the_run_cache_and_persistent_ones_are_carried(project, tmp_path_factory):
     """DVC alone saves no run-cache entry for a stage with a plain ``cache: false`` output, and ``dvc push
     --run-cache`` leaves out such outputs' objects: after osfl.farm.runcache, a fresh clone with only the remote
-    restores every stage (git-tracked files included, the same bytes) and runs none."""
+    restores every stage (git-tracked files included, the same bytes) and runs none. A stage with a persistent
+    output (no run-cache entry at all) is carried: osfl.farm.carry sends it and lands it in the clone."""
     remote = tmp_path_factory.mktemp("remote")
     sh("git", "add", "-A", cwd=project)
     sh("git", "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "toy", cwd=project)
@@ -100,3 +103,16 @@ def test_a_stage_with_git_tracked_outputs_travels_through_the_run_cache(project,
         assert (clone / f).read_bytes() == (project / f).read_bytes(), f
     bad = sh("python", "-m", "osfl.farm.runcache", "rounds", "--remote", "r", cwd=project, check=False)
     assert bad.returncode != 0 and "persistent output" in bad.stderr
+    # the persistent one is carried: its lock entry travels, its outputs land from the remote, DVC commits it
+    sh("dvc", "repro", "rounds", cwd=project)
+    entry = clone.parent / "entry.json"
+    sh("python", "-m", "osfl.farm.carry", "send", "rounds", "--remote", "r", "--entry", str(entry), cwd=project)
+    (clone / "ck").mkdir()
+    (clone / "ck" / "t").write_text("an earlier run's")  # what a persistent output held here is replaced
+    sh("python", "-m", "osfl.farm.carry", "land", "rounds", "--remote", "r", "--entry", str(entry), cwd=clone)
+    assert (clone / "ck" / "t").read_bytes() == (project / "ck" / "t").read_bytes()
+    assert "Running stage" not in sh("dvc", "repro", "rounds", cwd=clone).stdout
+    (clone / "s.json").write_text("{\"other\": 1}")  # other inputs here: refused, naming the dependency
+    bad = sh("python", "-m", "osfl.farm.carry", "land", "rounds", "--remote", "r", "--entry", str(entry), cwd=clone,
+             check=False)
+    assert bad.returncode != 0 and "rounds: dependency s.json differs from the worker's" in bad.stderr

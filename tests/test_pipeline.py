@@ -319,22 +319,24 @@ def farmed(smoke_repo, tmp_path_factory):
 
 
 def test_farm_runs_the_stale_stages_on_two_workers_and_dvc_restores_them(farmed):
-    """Every stale stage DVC can key in its run-cache ran on Ray in two checkouts; the ones it cannot (this pipeline
-    persists its git-tracked records so that a failed run leaves them as they were) ran in the user's checkout,
-    which restored the others from the run-cache; afterwards `dvc repro` runs nothing, and the numbers and models
-    are those of the sequential `dvc repro` of smoke_repo (same commit, same thread count)."""
+    """Every stale stage ran on Ray in two checkouts; the user's checkout restored those DVC keys in its run-cache
+    from it, and landed the others (this pipeline persists its git-tracked records so that a failed run leaves them
+    as they were, and DVC keeps no run-cache entry for a persistent output: osfl.farm.carry); afterwards `dvc
+    repro` runs nothing, and the numbers and models are those of the sequential `dvc repro` of smoke_repo (same
+    commit, same thread count)."""
     work, user, res, _, lines = farmed
     assert res.ok, (res.failed, res.skipped, "\n".join(lines))
-    local = {"partition", "evaluate@fedavg", "evaluate@dense", "report"}  # a persistent output each
-    assert {s.name for s in res.plan.local} == local
+    carried = {"partition", "evaluate@fedavg", "evaluate@dense", "report"}  # a persistent output each
+    assert res.plan.local == [] and {s.name for s in res.plan.workers if s.via == "carried"} == carried
     workers = {s.name for s in res.plan.workers}
     assert {"prepare", "train_clients", "server@fedavg", "server@dense"} <= workers and set(res.done) == workers
     assert all(rec["computed"] for rec in res.done.values())  # an empty remote: nothing to restore from
     for rec in res.done.values():  # the record parts a task's seconds: checkout, repro (the stage's own inside), push
         assert 0 <= rec["command_s"] < rec["repro_s"] and rec["checkout_s"] > 0 and rec["push_s"] > 0, rec
-        assert abs(rec["checkout_s"] + rec["repro_s"] + rec["push_s"] - rec["seconds"]) < 0.05, rec
+        assert abs(rec["checkout_s"] + rec["land_s"] + rec["repro_s"] + rec["push_s"] - rec["seconds"]) < 0.05, rec
         assert rec["command_s"] > 0 or rec["stage"] == "peers", rec  # osfl.stages print their own seconds
-    assert set(res.restore_ran) == local and set(res.restored) == workers  # from the run-cache the workers pushed
+    assert res.restore_ran == [] and set(res.landed) == carried
+    assert set(res.restored) == workers - carried  # from the run-cache the workers pushed
     assert len({(r["node"], r["pid"]) for r in res.done.values()}) >= 2  # two worker processes, two checkouts
     assert len({r["checkout"] for r in res.done.values()}) >= 2
     assert "Running stage" not in sh("dvc", "repro", cwd=user).stdout

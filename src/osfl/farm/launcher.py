@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ConfigError
 from .plan import Plan, make_plan
-from .worker import dvc_env, run_stage
+from .worker import dvc_env, land_carried, run_stage
 
 
 @dataclass
@@ -28,6 +28,7 @@ class FarmResult:
     skipped: list[str] = field(default_factory=list)  # stages not run because an upstream stage failed
     attempts: dict[str, int] = field(default_factory=dict)
     restore_ran: list[str] = field(default_factory=list)  # stages the final `dvc repro --pull` ran in the checkout
+    landed: list[str] = field(default_factory=list)  # carried stages landed in the checkout (osfl.farm.carry)
     restored: list[str] = field(default_factory=list)  # stages it took from the run-cache
     unchanged: list[str] = field(default_factory=list)  # stages it found up to date (their inputs came out the same)
     seconds: float = 0.0
@@ -57,12 +58,13 @@ class _Board:
         return self.events[i:], dict(self.attempts)
 
 
-def _task(job: dict, stage: str, board, kill_once: str | None, *_after) -> dict:
+def _task(job: dict, stage: str, board, kill_once: str | None, *after: dict) -> dict:
     import ray
 
     attempt = ray.get(board.start.remote(stage, socket.gethostname(), os.getpid()))
+    carried = {k: v for rec in after for k, v in rec.get("carried", {}).items()}  # the upstream tasks' results
     try:
-        return run_stage(job, stage, attempt, kill_once=kill_once)
+        return run_stage(job, stage, attempt, carried=carried, kill_once=kill_once)
     except Exception as exc:
         board.note.remote(stage, "attempt failed", str(exc).splitlines()[0])
         raise
@@ -74,7 +76,8 @@ def _git(args: Sequence[str], cwd: Path) -> str:
 
 def job_for(plan: Plan, git_url: str | None, remote_url: str | None, workdir: Path | None) -> dict[str, Any]:
     """What every task needs: the commit (HEAD, which the tracked files must equal, but for dvc.lock files and the
-    outputs git tracks), the git URL workers clone, the DVC remote's URL, the folder for workers' checkouts."""
+    outputs git tracks), the git URL workers clone, the DVC remote's URL, the folder for workers' checkouts, and
+    the plan's order, upstream stages and ways back (to land carried stages)."""
     from dvc.repo import Repo
 
     top = Path(_git(["rev-parse", "--show-toplevel"], plan.project))
@@ -94,13 +97,16 @@ def job_for(plan: Plan, git_url: str | None, remote_url: str | None, workdir: Pa
         raise ConfigError("git", f"tracked files differ from HEAD ({', '.join(dirty[:5])}{more}): commit them first; "
                                  "the workers check out HEAD")
     return {"git_url": git_url or str(top), "commit": commit, "project": str(plan.project.relative_to(top)),
-            "remote_url": remote_url, "workdir": str(workdir or Path(tempfile.gettempdir()) / "osfl-farm")}
+            "remote_url": remote_url, "workdir": str(workdir or Path(tempfile.gettempdir()) / "osfl-farm"),
+            "order": [s.name for s in plan.stale], "upstream": {s.name: s.upstream for s in plan.stale},
+            "via": {s.name: s.via for s in plan.workers}}
 
 
-def _restore(plan: Plan, stages: list[str], remote_url: str) -> tuple[list[str], list[str], list[str]]:
-    """`dvc repro --pull <stages>` in the user's checkout, from the remote the workers pushed to (``--remote-url``:
-    the checkout's default remote for that command only); the stages it ran, took from the run-cache, found
-    unchanged."""
+def _restore(plan: Plan, stages: list[str], remote_url: str, carried: dict[str, dict]
+             ) -> tuple[list[str], list[str], list[str]]:
+    """The carried stages landed in the user's checkout (:func:`osfl.farm.worker.land_carried`), then `dvc repro
+    --pull <stages>`, from the remote the workers pushed to (``--remote-url``: the checkout's default remote for
+    that command only); the stages it ran, took from the run-cache, found unchanged (the landed ones among them)."""
     if not stages:
         return [], [], []
     local = plan.project / ".dvc" / "config.local"
@@ -108,6 +114,12 @@ def _restore(plan: Plan, stages: list[str], remote_url: str) -> tuple[list[str],
     subprocess.run([sys.executable, "-m", "dvc", "remote", "add", "--force", "--default", "--local", "farm", remote_url],
                    cwd=plan.project, check=True, capture_output=True, text=True)
     try:
+        if carried:
+            log = plan.project / ".farm-logs" / "land.log"
+            log.parent.mkdir(exist_ok=True)
+            log.write_text("")
+            land_carried(plan.project, carried, {s.name: s.upstream for s in plan.stale},
+                         [s.name for s in plan.stale], log, dvc_env())
         proc = subprocess.run([sys.executable, "-m", "dvc", "repro", "--pull", *stages], cwd=plan.project,
                               env=dvc_env(), capture_output=True, text=True)
     finally:  # the checkout's own DVC config as it was
@@ -118,9 +130,14 @@ def _restore(plan: Plan, stages: list[str], remote_url: str) -> tuple[list[str],
     text = proc.stdout + proc.stderr
     if proc.returncode != 0:
         raise RuntimeError(f"the final `dvc repro --pull` in {plan.project} exited {proc.returncode}:\n{text[-3000:]}")
-    ran = re.findall(r"Running stage '([^']+)'", text)
-    restored = re.findall(r"Stage '([^']+)' is cached - skipping run", text)
-    return ran, restored, re.findall(r"Stage '([^']+)' didn't change, skipping", text)
+    if carried:  # what the landing's restores did comes first
+        text = (plan.project / ".farm-logs" / "land.log").read_text(errors="replace") + text
+    ran = list(dict.fromkeys(re.findall(r"Running stage '([^']+)'", text)))
+    restored = [n for n in dict.fromkeys(re.findall(r"Stage '([^']+)' is cached - skipping run", text))
+                if n not in ran]
+    unchanged = [n for n in dict.fromkeys(re.findall(r"Stage '([^']+)' didn't change, skipping", text))
+                 if n not in ran and n not in restored]
+    return ran, restored, unchanged
 
 
 def run_farm(pipeline: Path, selectors: Sequence[str] = (), *, address: str | None = None, cpus: int | None = None,
@@ -141,9 +158,11 @@ def run_farm(pipeline: Path, selectors: Sequence[str] = (), *, address: str | No
     plan = make_plan(pipeline, selectors)
     result = FarmResult(plan)
     job = job_for(plan, git_url, remote_url, workdir)
+    carried = sum(s.via == "carried" for s in plan.workers)
     out(f"[farm] {plan.pipeline}: {len(plan.selected)} stages selected, {len(plan.up_to_date)} up to date, "
-        f"{len(plan.workers)} to run on workers, {len(plan.local)} to run here (DVC cannot key them in its run-cache); commit "
-        f"{job['commit'][:10]}, remote {job['remote_url']}")
+        f"{len(plan.workers)} to run on workers ({carried} carried back: a persistent output, which DVC's run-cache "
+        f"cannot hold), {len(plan.local)} to run here (no output); commit {job['commit'][:10]}, remote "
+        f"{job['remote_url']}")
     started = False
     if plan.workers:
         if address is None:
@@ -161,7 +180,9 @@ def run_farm(pipeline: Path, selectors: Sequence[str] = (), *, address: str | No
     blocked = set(result.failed) | set(result.skipped)
     todo = [s.name for s in plan.stale if s.name not in blocked and not blocked & set(s.after)]
     out(f"[farm] restoring {len(todo)} stages in {plan.project} (dvc repro --pull)")
-    result.restore_ran, result.restored, result.unchanged = _restore(plan, todo, job["remote_url"])
+    carried = {k: v for rec in result.done.values() for k, v in rec.get("carried", {}).items() if k in todo}
+    result.landed = [s.name for s in plan.stale if s.name in carried]
+    result.restore_ran, result.restored, result.unchanged = _restore(plan, todo, job["remote_url"], carried)
     recomputed = [s for s in result.restore_ran if s in {w.name for w in plan.workers}]
     if recomputed:
         out(f"[farm] WARNING: the restore computed worker stages again: {', '.join(recomputed)}")
@@ -221,12 +242,13 @@ def _summary(result: FarmResult, out: Callable[[str], None]) -> None:
             how = "computed" if rec["computed"] else "from the run-cache"
             line = f"done on {rec['node']}, {how}, {result.attempts.get(st.name, rec['attempt'])} attempt(s), " \
                    f"{rec['seconds']:.1f} s (the stage's own {rec.get('command_s', 0):.1f} s)"
+            line += ", landed here" if st.name in result.landed else ""
         elif st.name in result.failed:
             line = f"FAILED after {result.attempts.get(st.name, 0)} attempts"
         elif st.name in result.skipped:
             line = "skipped (upstream failed)"
         elif st.name in result.restore_ran:
-            line = "ran here (DVC cannot key it in its run-cache)"
+            line = "ran here (no output)"
         elif st.name in result.restored:
             line = "restored here"
         elif st.name in result.unchanged:

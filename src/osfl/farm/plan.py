@@ -3,11 +3,14 @@ each runs and what it asks of a node.
 
 * Stale: what `dvc status` reports changed for the stages of the pipeline file, and every stage downstream of one
   (its inputs will change), restricted to the stages selected and their upstream.
-* Where: a stage DVC can key in its run-cache, the farm's data plane, runs on a Ray worker (``worker``), whatever
-  its outputs (git-tracked records travel as the run-cache entry's objects: :mod:`osfl.farm.runcache`); a stage
-  DVC cannot key (a ``persist`` output, such as HFLDD's round checkpoints; no command or no output) runs in the
-  user's checkout (``local``), and a worker that needs one upstream recomputes it in its checkout (same command,
-  same bits).
+* Where: every stage with a command and outputs runs on a Ray worker (``worker``). One that DVC can key in its
+  run-cache, the farm's data plane, travels through it (``via`` ``run-cache``; git-tracked records as the entry's
+  objects: :mod:`osfl.farm.runcache`); one it cannot (a ``persist`` output, such as HFLDD's round checkpoints or the
+  root pipeline's persisted records) is carried (``via`` ``carried``: its lock entry comes back with the task's
+  result and lands where it is needed, :mod:`osfl.farm.carry`). A stage with no output runs in the user's
+  checkout (``local``).
+* Upstream: each stage's direct upstream stages of the selection, so that a carried stage's inputs can be put in
+  place before it lands.
 * After: a worker stage waits for its nearest worker-stage ancestors (through local stages).
 * Resources: per stage family (the stage name before ``@``), :data:`DEFAULT_RESOURCES` overridden by the pipeline
   params file's ``farm.resources`` section, e.g. ``farm: {resources: {server: {gpus: 0.25, cpus: 1, memory_gb: 4}}}``.
@@ -55,6 +58,8 @@ class StagePlan:
     family: str  # the name before '@'
     where: str  # "worker" | "local"
     after: list[str] = field(default_factory=list)  # worker stages that must finish first
+    via: str = "run-cache"  # how a worker stage's results come back: "run-cache" | "carried"
+    upstream: list[str] = field(default_factory=list)  # the stages its dependencies come from (of the selection)
     resources: Resources = field(default_factory=Resources)
 
 
@@ -160,9 +165,12 @@ def _plan(pipeline: Path, project: Path, selectors: Sequence[str], resources: di
         for n in order:
             if n not in stale:
                 continue
-            where = "worker" if hashable(stages[n]) else "local"
+            st = stages[n]
+            where = "worker" if st.cmd and st.outs else "local"
             fam = family(n)
-            plans[n] = StagePlan(n, fam, where, resources=resources.get(fam, resources["default"]))
+            plans[n] = StagePlan(n, fam, where, via="run-cache" if hashable(st) else "carried",
+                                 upstream=[d.name for d in sub.successors(st) if d.name in chosen],
+                                 resources=resources.get(fam, resources["default"]))
         for n, plan in plans.items():  # nearest worker-stage ancestors, through local stages
             seen, todo, after = set(), [stages[n]], set()
             while todo:
@@ -176,5 +184,6 @@ def _plan(pipeline: Path, project: Path, selectors: Sequence[str], resources: di
                     else:
                         todo.append(dep)
             plan.after = [d for d in order if d in after]
+            plan.upstream = [d for d in order if d in plan.upstream]
     return Plan(pipeline, project, order, [plans[n] for n in order if n in plans],
                 [n for n in order if n not in stale])

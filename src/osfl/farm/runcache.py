@@ -7,8 +7,8 @@ restore has neither limit: an entry found with its objects on the remote is chec
 included (as copies), and dvc.lock is written by DVC. So after a worker's ``dvc repro`` this module saves the
 stage's entry through DVC's own :class:`dvc.stage.cache.StageCache` (which commits the git-tracked outputs into the
 cache as copies, as it does for metrics) and pushes the stage's outputs, the entry and the entry's objects. A stage
-with a ``persist`` output cannot be hashed by DVC (a later run continues from it): :func:`hashable` says so and the
-farm runs such a stage in the user's checkout.
+with a ``persist`` output cannot be keyed by DVC (a later run continues from it): :func:`hashable` says so and the
+farm carries such a stage instead (:mod:`osfl.farm.carry`).
 
     python -m osfl.farm.runcache <stage> --remote <name>     (in the DVC project's folder)
 """
