@@ -1,12 +1,13 @@
 """bf16 autocast against fp32 on this CPU: accuracy (mean ± std over seeds) and time, on the same runs.
 
 In a scratch folder with the root params.yaml (Fashion-MNIST from Debian's dataset-fashion-mnist, the ``--profile``),
-our stages run as ``dvc repro`` would: one partition and cohort of clients (``--clients-seed``), trained in fp32 and
-again in bf16 (``runtime.precision``); then every server method of ``--methods`` in fp32 and in bf16 on the same
-fp32 clients, once per server seed of ``--seeds`` (a paired comparison: only the server's precision differs). Prints
+our stages run as ``dvc repro`` would: per seed of ``--clients-seeds`` a partition and cohort of clients, trained in
+fp32 and again in bf16 (``runtime.precision``; paired: only the precision differs); then every server method of
+``--methods`` in fp32 and in bf16 on the first seed's fp32 clients, once per server seed of ``--seeds`` (paired too). Prints
 each arm's mean ± std and the bf16/fp32 time ratio (same process, same machine), and writes a JSON record. The
 clients are kept in the scratch folder and reused by a later call. Not a test: numbers depend on the machine.
-Usage: ``python -m benchmarks.bench_precision [--seeds 0 1 2] [--methods dense coboost fedhydra] [--profile demo]``.
+Usage: ``python -m benchmarks.bench_precision [--seeds 0 1 2] [--clients-seeds 0 1 2] [--methods dense coboost
+fedhydra] [--profile demo]``.
 """
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ from benchmarks.peers.clients import (FMNIST_DEBIAN, REPO, our_workspace, stage_
                                       write_record)
 
 
-def train_clients(work: Path, args) -> dict:
-    """The partition and the clients, trained in fp32 and again in bf16 on it (seed ``--clients-seed``); kept in
+def train_clients(work: Path, clients_seed: int, args) -> dict:
+    """The partition and the clients, trained in fp32 and again in bf16 on it (seed ``clients_seed``); kept in
     ``work`` and reused by a later call (a precision whose runtime record exists is not trained again)."""
-    stage = our_workspace(work, {"profile": args.profile, "seed": args.clients_seed, "dataset": "fmnist",
+    stage = our_workspace(work, {"profile": args.profile, "seed": clients_seed, "dataset": "fmnist",
                                  "clients": args.clients, "data": {"mirror": str(FMNIST_DEBIAN)},
                                  "methods": args.methods, "runtime": {"threads": args.threads, "precision": "fp32"}})
     if not (work / "data" / "partitions" / "fp32" / "partition.json").exists():
@@ -65,7 +66,8 @@ def run_servers(work: Path, seed: int, args) -> dict:
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="the servers' seeds")
-    p.add_argument("--clients-seed", type=int, default=0, help="the partition's and the clients' seed (one cohort)")
+    p.add_argument("--clients-seeds", type=int, nargs="+", default=[0],
+                   help="the partitions' and the clients' seeds (a cohort each; the servers use the first's)")
     p.add_argument("--methods", nargs="+", default=["dense", "coboost", "fedhydra"])
     p.add_argument("--profile", default="demo", help="the profile of every stage (default demo: minutes per seed)")
     p.add_argument("--clients", type=int, default=5)
@@ -73,18 +75,20 @@ def main(argv=None) -> None:
     p.add_argument("--scratch", type=Path, default=Path("/tmp/osfl-precision"))
     p.add_argument("--out", type=Path, default=REPO / "benchmarks" / "records" / "precision.json")
     args = p.parse_args(argv)
-    work = args.scratch / f"clients-s{args.clients_seed}"
-    t = time.perf_counter()
-    clients = train_clients(work, args)
-    print(f"clients (seed {args.clients_seed}) ready ({time.perf_counter() - t:.0f} s)", flush=True)
+    cohorts: dict[str, list[dict]] = {}
+    for cseed in args.clients_seeds:
+        t = time.perf_counter()
+        for arm, values in train_clients(args.scratch / f"clients-s{cseed}", cseed, args).items():
+            cohorts.setdefault(arm, []).append(values)
+        print(f"clients (seed {cseed}) ready ({time.perf_counter() - t:.0f} s)", flush=True)
+    work = args.scratch / f"clients-s{args.clients_seeds[0]}"
     rows: dict[str, list[dict]] = {}
     for seed in args.seeds:
         t = time.perf_counter()
         for arm, values in run_servers(work, seed, args).items():
             rows.setdefault(arm, []).append(values)
         print(f"server seed {seed} done ({time.perf_counter() - t:.0f} s)", flush=True)
-    arms = {**{arm: {k: summary([v]) for k, v in m.items()} for arm, m in clients.items()},
-            **{arm: {k: summary([r[k] for r in rs]) for k in rs[0]} for arm, rs in rows.items()}}
+    arms = {arm: {k: summary([r[k] for r in rs]) for k in rs[0]} for arm, rs in {**cohorts, **rows}.items()}
     print(f"{'arm':<22} {'accuracy (final)':>20} {'best':>20} {'seconds':>12}")
     for arm, m in arms.items():
         acc = m.get("final", m.get("client_acc_mean"))
@@ -98,14 +102,14 @@ def main(argv=None) -> None:
         fp32, bf16 = arms[f"{what}/fp32"][key]["mean"], arms[f"{what}/bf16"][key]["mean"]
         print(f"{what}: bf16 {fp32 / bf16:.2f}x as fast as fp32 ({fp32:.1f} s vs {bf16:.1f} s, mean over seeds)")
     write_record(args.out, {
-        "harness": "benchmarks/bench_precision.py", "seeds": args.seeds, "clients_seed": args.clients_seed,
+        "harness": "benchmarks/bench_precision.py", "seeds": args.seeds, "clients_seeds": args.clients_seeds,
         "torch": torch.__version__,
         "cpu": platform.processor() or platform.machine(),
         "settings": {"profile": args.profile, "dataset": "fmnist (Debian dataset-fashion-mnist)",
                      "clients": args.clients, "threads": args.threads, "methods": args.methods,
-                     "pairing": "one cohort (clients_seed): the clients trained in each precision on the same "
-                                "partition (n = 1); every server in each precision on the same fp32 clients, with "
-                                "the server seeds of `seeds` (paired)"},
+                     "pairing": "per seed of clients_seeds, the clients trained in each precision on the same "
+                                "partition (paired); every server in each precision on the first seed's fp32 "
+                                "clients, with the server seeds of `seeds` (paired)"},
         "arms": arms})
 
 
