@@ -24,12 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
-def _stage(repo, name: str):
-    found = [s for s in repo.index.stages if getattr(s, "name", None) == name]
-    if len(found) != 1:
-        raise SystemExit(f"stage: {name!r} is not one stage of {repo.root_dir}/dvc.yaml")
-    return found[0]
+from .runcache import find_stage, push_used
 
 
 def _as_cached(repo, entry: dict[str, Any], wdir: str):
@@ -43,7 +38,7 @@ def send(project: str, name: str, remote: str) -> dict[str, Any]:
     from dvc.stage.serialize import to_single_stage_lockfile
 
     with Repo(project) as repo:
-        stage = _stage(repo, name)
+        stage = find_stage(repo, name)
         entry = to_single_stage_lockfile(stage)
         cached = _as_cached(repo, entry, stage.wdir)
         git_tracked = {o.def_path for o in stage.outs if not o.use_cache}
@@ -51,9 +46,7 @@ def send(project: str, name: str, remote: str) -> dict[str, Any]:
             for out in cached.outs:
                 if out.def_path in git_tracked:
                     out.commit()
-        pushed = 0
-        for odb, objs in cached.get_used_objs().items():
-            pushed += len(repo.cloud.push(objs, remote=remote, odb=odb).transferred)
+        pushed = push_used(repo, cached, remote)
     return {"stage": name, "entry": entry, "objects_pushed": pushed}
 
 
@@ -63,7 +56,7 @@ def land(project: str, name: str, entry: dict[str, Any], remote: str) -> None:
     from dvc.repo import Repo
 
     with Repo(project) as repo:
-        stage = _stage(repo, name)
+        stage = find_stage(repo, name)
         stage.save_deps()
         here = {d.def_path: d.hash_info.value for d in stage.deps if d.hash_info and d.hash_info.name == "md5"}
         there = {d["path"]: d.get("md5") for d in entry.get("deps", [])}

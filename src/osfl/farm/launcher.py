@@ -102,24 +102,25 @@ def job_for(plan: Plan, git_url: str | None, remote_url: str | None, workdir: Pa
             "via": {s.name: s.via for s in plan.workers}}
 
 
-def _restore(plan: Plan, stages: list[str], remote_url: str, carried: dict[str, dict]
-             ) -> tuple[list[str], list[str], list[str]]:
+def _restore(plan: Plan, stages: list[str], job: dict[str, Any], carried: dict[str, dict]
+             ) -> tuple[list[str], list[str], list[str], list[str]]:
     """The carried stages landed in the user's checkout (:func:`osfl.farm.worker.land_carried`), then `dvc repro
     --pull <stages>`, from the remote the workers pushed to (``--remote-url``: the checkout's default remote for
-    that command only); the stages it ran, took from the run-cache, found unchanged (the landed ones among them)."""
+    that command only); the stages it ran, took from the run-cache, found unchanged, and landed."""
     if not stages:
-        return [], [], []
+        return [], [], [], []
     local = plan.project / ".dvc" / "config.local"
     before = local.read_bytes() if local.is_file() else None
-    subprocess.run([sys.executable, "-m", "dvc", "remote", "add", "--force", "--default", "--local", "farm", remote_url],
+    subprocess.run([sys.executable, "-m", "dvc", "remote", "add", "--force", "--default", "--local", "farm",
+                    job["remote_url"]],
                    cwd=plan.project, check=True, capture_output=True, text=True)
+    landed: list[str] = []
     try:
         if carried:
             log = plan.project / ".farm-logs" / "land.log"
             log.parent.mkdir(exist_ok=True)
             log.write_text("")
-            land_carried(plan.project, carried, {s.name: s.upstream for s in plan.stale},
-                         [s.name for s in plan.stale], log, dvc_env())
+            landed = land_carried(plan.project, carried, job["upstream"], job["order"], log, dvc_env())
         proc = subprocess.run([sys.executable, "-m", "dvc", "repro", "--pull", *stages], cwd=plan.project,
                               env=dvc_env(), capture_output=True, text=True)
     finally:  # the checkout's own DVC config as it was
@@ -137,7 +138,7 @@ def _restore(plan: Plan, stages: list[str], remote_url: str, carried: dict[str, 
                 if n not in ran]
     unchanged = [n for n in dict.fromkeys(re.findall(r"Stage '([^']+)' didn't change, skipping", text))
                  if n not in ran and n not in restored]
-    return ran, restored, unchanged
+    return ran, restored, unchanged, landed
 
 
 def run_farm(pipeline: Path, selectors: Sequence[str] = (), *, address: str | None = None, cpus: int | None = None,
@@ -181,8 +182,7 @@ def run_farm(pipeline: Path, selectors: Sequence[str] = (), *, address: str | No
     todo = [s.name for s in plan.stale if s.name not in blocked and not blocked & set(s.after)]
     out(f"[farm] restoring {len(todo)} stages in {plan.project} (dvc repro --pull)")
     carried = {k: v for rec in result.done.values() for k, v in rec.get("carried", {}).items() if k in todo}
-    result.landed = [s.name for s in plan.stale if s.name in carried]
-    result.restore_ran, result.restored, result.unchanged = _restore(plan, todo, job["remote_url"], carried)
+    result.restore_ran, result.restored, result.unchanged, result.landed = _restore(plan, todo, job, carried)
     recomputed = [s for s in result.restore_ran if s in {w.name for w in plan.workers}]
     if recomputed:
         out(f"[farm] WARNING: the restore computed worker stages again: {', '.join(recomputed)}")

@@ -28,28 +28,38 @@ def hashable(stage: Any) -> bool:
         o.protocol == "local" and o.def_path and not o.persist and o.is_in_repo for o in stage.outs)
 
 
+def find_stage(repo: Any, name: str) -> Any:
+    """The stage called ``name`` in ``repo``'s dvc.yaml; a name that is not one stage fails naming it."""
+    found = [s for s in repo.index.stages if getattr(s, "name", None) == name]
+    if len(found) != 1:
+        raise SystemExit(f"stage: {name!r} is not one stage of {repo.root_dir}/dvc.yaml")
+    return found[0]
+
+
+def push_used(repo: Any, cached_stage: Any, remote: str) -> int:
+    """Push every object ``cached_stage`` (one whose outputs are all cached, as the run-cache builds it) names to
+    ``remote``; how many were sent."""
+    return sum(len(repo.cloud.push(objs, remote=remote, odb=odb).transferred)
+               for odb, objs in cached_stage.get_used_objs().items())
+
+
 def save_and_push(project: str, stage_name: str, remote: str) -> dict[str, int]:
-    """Save ``stage_name``'s run-cache entry (from its dvc.lock state in ``project``) and push its outputs, every
-    run-cache entry of the local cache and the objects of this stage's entry to ``remote``; the counts pushed."""
+    """Save ``stage_name``'s run-cache entry (from its dvc.lock state in ``project``) and push the objects the entry
+    names (every output, git-tracked ones included) and every run-cache entry of the local cache to ``remote``;
+    the counts pushed."""
     from dvc.repo import Repo
-    from dvc.stage.cache import _can_hash, _get_cache_hash, _get_stage_hash
+    from dvc.stage.cache import _can_hash
     from dvc.stage.serialize import to_single_stage_lockfile
 
     with Repo(project) as repo:
-        found = [s for s in repo.index.stages if getattr(s, "name", None) == stage_name]
-        if len(found) != 1:
-            raise SystemExit(f"stage: {stage_name!r} is not one stage of {project}/dvc.yaml")
-        stage = found[0]
+        stage = find_stage(repo, stage_name)
         if not _can_hash(stage):
             raise SystemExit(f"stage: {stage_name!r} has a persistent output; DVC's run-cache cannot carry it")
-        outputs = repo.push(targets=[f"{stage.path}:{stage_name}"], remote=remote)
         repo.stage_cache.save(stage)  # idempotent: an existing entry is kept
-        entry = (_get_stage_hash(stage), _get_cache_hash(to_single_stage_lockfile(stage)))
-        objects = 0
-        for odb, objs in repo.stage_cache.get_used_objs([entry], remote=remote).items():
-            objects += len(repo.cloud.push(objs, remote=remote, odb=odb).transferred)
+        entry = to_single_stage_lockfile(stage)
+        objects = push_used(repo, repo.stage_cache._create_stage(entry, wdir=stage.wdir), remote)
         entries = len(repo.stage_cache.push(remote))
-    return {"outputs": outputs, "entries": entries, "objects": objects}
+    return {"entries": entries, "objects": objects}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -58,8 +68,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--remote", required=True, help="the DVC remote's name")
     args = p.parse_args(argv)
     counts = save_and_push(".", args.stage, args.remote)
-    print(f"[runcache] {args.stage}: pushed {counts['outputs']} output files, {counts['objects']} objects of its "
-          f"run-cache entry, {counts['entries']} entries")
+    print(f"[runcache] {args.stage}: pushed {counts['objects']} objects of its run-cache entry, {counts['entries']} "
+          "entries")
 
 
 if __name__ == "__main__":
