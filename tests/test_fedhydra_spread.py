@@ -17,7 +17,8 @@ from test_fedhydra_claims import run as made_up_run
 from test_fedhydra_current import PIPE, _write_run, committed_params
 
 from osfl.papers import fedhydra as fh
-from osfl.reporting.published import get_artifact, render_comparison
+from osfl.reporting.comparison import render_comparison
+from osfl.reporting.published import get_artifact
 from osfl.reporting.spread import Side, compare, format_spread, mean_std
 
 TABLE1 = ("table01", "FedHydra has the best ac")

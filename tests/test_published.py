@@ -16,8 +16,8 @@ from osfl.reporting.published import (
     load_artifacts,
     load_published_table,
     parse_cell,
-    render_comparison,
 )
+from osfl.reporting.comparison import render_comparison
 
 
 PUBLISHED = Path(__file__).resolve().parents[1] / "papers" / "fedhydra" / "published"

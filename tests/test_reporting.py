@@ -225,3 +225,18 @@ def test_every_committed_table_compiles(tmp_path, repo_root):
     tables = sorted(repo_root.glob("papers/*/reports/*.tex"))
     assert len(tables) >= 20
     compile_latex([t.read_text(encoding="utf-8") + "\n\\clearpage" for t in tables], tmp_path)  # floats flushed
+
+
+PAPER_LAYER_MAX_LINES = 400  # issue 40: the paper layer reads like the papers' tables of contents
+
+
+def test_no_module_of_the_paper_layer_is_over_400_lines():
+    """src/osfl/papers/ (every paper's tables, figures, claims) and src/osfl/reporting/ (the shared loader, verdicts
+    and writers): each module stays small enough to read as one concern."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src" / "osfl"
+    sizes = {str(p.relative_to(src)): len(p.read_text().splitlines())
+             for folder in ("papers", "reporting") for p in (src / folder).rglob("*.py")}
+    assert len(sizes) > 20, sizes  # the walk found the layer
+    assert {m: n for m, n in sizes.items() if n > PAPER_LAYER_MAX_LINES} == {}

@@ -1,4 +1,4 @@
-"""A paper's published tables, and side-by-side comparisons with our numbers (any paper).
+"""A paper's published tables (any paper); :mod:`osfl.reporting.comparison` lays our numbers beside them.
 
 Where the numbers live
     ``papers/<paper>/published/`` holds the paper's tables as CSV files, transcribed exactly as
@@ -30,28 +30,11 @@ Values
     (a printed Δ) are dropped. A table without ``_acc`` columns that prints ``<name>`` / ``<name>_std``
     (OFedED) is folded the same way: the values are the columns without ``_`` in their name (one
     without a ``_std`` partner has no std), other ``<name>_<suffix>`` columns are dropped.
-
-Comparisons
-    :func:`render_comparison` lays our numbers over a published table with the same rows and
-    columns. ``ours`` maps ``(row label, column label)`` to our number; a key that is absent, or a
-    value that is None/NaN, means "not run". Each cell reads ``ours / paper (Δ±d)`` with
-    Δ = ours − paper (:func:`osfl.reporting.tables.compare_table`); where ours is missing the cell
-    still shows the paper's number, ``— / paper (Δ—)``, and where the paper printed no number it is
-    ``ours / —``. A value may also be a list of numbers, one per seed: with more than one, ours
-    reads ``mean ± std (n=k)`` (sample std, :func:`osfl.reporting.spread.format_spread`) and Δ is
-    taken from the mean. ``extra_rows`` appends rows of our own below the paper's (variants the
-    paper did not run): their paper part is ``—``. A key naming a row or column that the table
-    does not have raises :class:`osfl.errors.ConfigError` with the allowed labels. The comparison
-    is written as ``<id>.tex`` (booktabs, via :func:`osfl.reporting.tables.latex_table`) and
-    ``<id>.md`` (:func:`osfl.reporting.tables.markdown_table`); the caption is ``"<Table n> (paper)
-    vs ours: <paper's caption>"`` followed by the caller's note (e.g. the data and profile used).
 """
 
 from __future__ import annotations
 
 import difflib
-import math
-import numbers
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,8 +43,6 @@ import pandas as pd
 import yaml
 
 from osfl.errors import ConfigError
-from osfl.reporting.spread import format_spread, mean_std
-from osfl.reporting.tables import MARKDOWN_NA, compare_table, escape_latex, latex_table, markdown_table
 
 __all__ = [
     "Artifact",
@@ -70,7 +51,6 @@ __all__ = [
     "load_artifacts",
     "load_published_table",
     "parse_cell",
-    "render_comparison",
 ]
 
 _REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -78,20 +58,6 @@ _REPO_ROOT = Path(__file__).resolve().parents[3]
 #: How many labels an error message lists before it says how many more there are.
 _MAX_LISTED = 8
 
-#: Greek letters that appear in the paper's captions, and their LaTeX math names.
-_GREEK = {
-    "α": "alpha",
-    "β": "beta",
-    "γ": "gamma",
-    "δ": "delta",
-    "ε": "epsilon",
-    "λ": "lambda",
-    "μ": "mu",
-    "σ": "sigma",
-    "τ": "tau",
-}
-# a Greek letter, optionally with a subscript: "λ_1", "λ_{12}"
-_GREEK_RE = re.compile("([" + "".join(_GREEK) + r"])(?:_(\{[^}]*\}|\w))?")
 
 
 @dataclass(frozen=True)
@@ -315,136 +281,3 @@ def load_published_table(artifact: Artifact, which: str = "value") -> pd.DataFra
     df.index = pd.Index(list(labels), name=", ".join(key_cols), dtype=object)
     df.columns = pd.Index(names, dtype=object)
     return df
-
-
-def _is_missing(value) -> bool:
-    if value is None or value is pd.NA:
-        return True
-    return isinstance(value, numbers.Real) and math.isnan(float(value))
-
-
-def _ours_frame(artifact: Artifact, paper: pd.DataFrame, ours: dict) -> tuple[pd.DataFrame, dict]:
-    """Our numbers (the mean where a value is a list of per-seed numbers) on the paper's labels, and
-    ``{(row, col): the list}`` for the cells with more than one number."""
-    frame = pd.DataFrame(float("nan"), index=paper.index.copy(), columns=paper.columns.copy(), dtype=float)
-    spreads: dict = {}
-    rows, cols = set(paper.index), set(paper.columns)
-    for key, value in ours.items():
-        if not (isinstance(key, tuple) and len(key) == 2):
-            raise ConfigError(f"{artifact.id}.ours", f"keys must be (row label, column label) pairs, got {key!r}")
-        row, col = key
-        if row not in rows:
-            raise ConfigError(
-                f"{artifact.id}.row",
-                f"{artifact.label} has no row {row!r}{_suggest(row, paper.index)}; "
-                f"allowed: {_shorten(paper.index)}",
-            )
-        if col not in cols:
-            raise ConfigError(
-                f"{artifact.id}.column",
-                f"{artifact.label} has no column {col!r}{_suggest(col, paper.columns)}; "
-                f"allowed: {_shorten(paper.columns)}",
-            )
-        values = list(value) if isinstance(value, (list, tuple)) else [value]
-        for v in values:
-            if not _is_missing(v) and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
-                raise ConfigError(f"{artifact.id}.ours", f"value for ({row!r}, {col!r}) is not a number: {value!r}")
-        values = [float(v) for v in values if not _is_missing(v)]
-        if not values:
-            continue
-        frame.loc[row, col] = mean_std(values)[0]
-        if len(values) > 1:
-            spreads[(row, col)] = values
-    return frame, spreads
-
-
-def _latex_text(text: str) -> str:
-    """Escape ``text`` for LaTeX, with Greek letters (``α``, ``λ_1``) as math."""
-    out, pos = [], 0
-    for m in _GREEK_RE.finditer(text):
-        out.append(escape_latex(text[pos : m.start()]))
-        sub = m.group(2)
-        math_text = "\\" + _GREEK[m.group(1)]
-        if sub:
-            math_text += "_" + (sub if sub.startswith("{") else "{" + sub + "}")
-        out.append(f"${math_text}$")
-        pos = m.end()
-    out.append(escape_latex(text[pos:]))
-    return "".join(out)
-
-
-def render_comparison(
-    artifact: Artifact,
-    ours: dict[tuple[str, str], float | list[float]],
-    out_dir: Path,
-    note: str = "",
-    *,
-    precision: int = 2,
-    extra_rows: tuple[str, ...] | list[str] = (),
-) -> list[Path]:
-    """Write ``<out_dir>/<id>.tex`` and ``<out_dir>/<id>.md``: our numbers next to the paper's.
-
-    Args:
-        artifact: a table artifact from :func:`load_artifacts`.
-        ours: ``{(row label, column label): our number}``; labels exactly as in
-            :func:`load_published_table`. Absent keys and None/NaN values are "not run". A list
-            of numbers (one per seed) is shown as ``mean ± std (n=k)`` when it has more than one.
-        out_dir: created if needed.
-        note: appended to the caption, e.g. ``"Stand-in data at smoke profile."``.
-        precision: decimals shown for every number and difference.
-        extra_rows: row labels of our own, appended below the paper's rows (no paper number).
-
-    Returns:
-        ``[tex_path, md_path]``.
-
-    Raises:
-        ConfigError: a key names a row or column that the table lacks, or a value is not a number.
-    """
-    paper = load_published_table(artifact)
-    extra = [r for r in dict.fromkeys(extra_rows) if r not in set(paper.index)]
-    if extra:
-        blank = pd.DataFrame(float("nan"), index=pd.Index(extra, dtype=object), columns=paper.columns.copy())
-        paper = pd.concat([paper, blank]).rename_axis(paper.index.name)
-    ours_df, spreads = _ours_frame(artifact, paper, ours)
-    cells = compare_table(ours_df, paper, precision=precision)
-    # compare_table leaves a bare "—" where ours is missing; keep the paper's number visible there.
-    for i in range(cells.shape[0]):
-        for j in range(cells.shape[1]):
-            p = paper.iat[i, j]
-            if _is_missing(ours_df.iat[i, j]) and not _is_missing(p):
-                cells.iat[i, j] = f"{MARKDOWN_NA} / {p:.{precision}f} (\u0394{MARKDOWN_NA})"
-            values = spreads.get((paper.index[i], paper.columns[j]))
-            if values is not None:  # "mean / paper (Δ)" -> "mean ± std (n=k) / paper (Δ)"
-                mean_text = f"{ours_df.iat[i, j]:.{precision}f}"
-                cells.iat[i, j] = format_spread(values, precision) + cells.iat[i, j][len(mean_text):]
-
-    caption = f"{artifact.label} (paper) vs ours: {artifact.caption}".strip()
-    if note and note.strip():
-        caption += " " + note.strip()
-    legend = (
-        "Each cell: ours / paper (\u0394 = ours \u2212 paper); "
-        f"{MARKDOWN_NA} = not run or not reported."
-    )
-    if spreads:
-        legend += (" Ours as mean \u00b1 std (n=k): the mean and sample standard deviation (ddof = 1) over k seeds;"
-                   " \u0394 from the mean.")
-    column_format = "l" + "r" * cells.shape[1]
-    tex = latex_table(
-        cells,
-        _latex_text(caption),
-        f"tab:{artifact.id}-vs-paper",
-        precision=precision,
-        column_format=column_format,
-        notes=_latex_text(legend),
-        escape_text=False,
-        fit_width=True,
-    )
-    md = markdown_table(cells, precision=precision, caption=caption, notes=legend)
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tex_path = out_dir / f"{artifact.id}.tex"
-    md_path = out_dir / f"{artifact.id}.md"
-    tex_path.write_text(tex, encoding="utf-8", newline="\n")
-    md_path.write_text(md, encoding="utf-8", newline="\n")
-    return [tex_path, md_path]

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from ... import cpu_profile
-from ...reporting.published import load_artifacts, load_published_table, render_comparison
+from ...reporting.comparison import render_comparison
+from ...reporting.published import load_artifacts, load_published_table
 from ...reporting.runs import write_index
 from ...reporting.spread import VERDICT_RULE
 from .runs import (
