@@ -63,9 +63,12 @@ endif
 # a paper's reports from its committed runs: pull what ships (the runs' live curves among it), rebuild the cached
 # inputs its render reads that do not ship (FedHydra's prepared data), then the render stage alone; nothing trains
 RENDER_INPUTS_fedhydra := prepare
+# the other projects whose runs a paper's render reads (FedHydra's table01_cpu: the benchmark's): their shipped outputs too
+RENDER_READS_fedhydra := benchmark
 $(PAPERS): install
 	@test -d papers/$@/results || { echo "make $@: papers/$@ has no committed runs yet; to compute them: cd papers/$@ && dvc repro (hours)"; exit 1; }
 	$(call checkout_shipped,$@)
+	$(if $(RENDER_READS_$@),$(call checkout_shipped,$(RENDER_READS_$@)))
 	$(if $(RENDER_INPUTS_$@),cd papers/$@ && dvc repro --single-item $(RENDER_INPUTS_$@))
 	cd papers/$@ && dvc repro --single-item render
 

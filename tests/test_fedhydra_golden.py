@@ -54,7 +54,8 @@ def test_rerender_matches_committed_reports(repo_root, tmp_path):
     # the real images of Fig. 12 come from prepared data (a DVC output); only the PNG/PDF depend on them
     results = checked_out_results(repo_root, tmp_path / "results")
     fedhydra.render(params, results, tmp_path / "no-prepared-data", out, published_root=str(pipe / "published"),
-                    paper_results_root=results / "paper", summary=tmp_path / "summary.json")
+                    paper_results_root=results / "paper", summary=tmp_path / "summary.json",
+                    benchmark_root=repo_root / "papers" / "benchmark")
     assert (tmp_path / "summary.json").read_bytes() == (pipe / "summary.json").read_bytes()
     names = sorted(p.name for p in committed.iterdir())
     assert sorted(p.name for p in out.iterdir()) == names

@@ -181,11 +181,16 @@ def paper_section(p: Paper, build: Path) -> list[str]:
                           "committed runs). State of each artifact of the paper:"), "",
              r"\begin{center}\small", r"\fitwidth{\begin{tabular}{llp{12cm}}", r"\toprule",
              r"artifact & paper & state \\", r"\midrule"]
+    reports = p.folder / "reports"
+    ids = {a.id for a in p.artifacts}
+    # tables of ours with no artifact of their own (another profile or source, e.g. FedHydra's table01_cpu): their
+    # state after the paper's artifacts, the tables after the paper's
+    extra = [k for k in p.status if k not in ids and (reports / f"{k}.tex").is_file()]
     for a in p.artifacts:
         state = p.status.get(a.id, "not rendered (a schematic, or no rendering of ours)")
         lines.append(f"{escape_latex(a.id)} & {escape_latex(a.label)} & {escape_latex(state)}" + r" \\")
+    lines += [f"{escape_latex(k)} & ours & {escape_latex(p.status[k])}" + r" \\" for k in extra]
     lines += [r"\bottomrule", r"\end{tabular}}", r"\end{center}"]
-    reports = p.folder / "reports"
     for a in p.artifacts:
         tex, pdf = reports / f"{a.id}.tex", reports / f"{a.id}.pdf"
         if a.kind == "table" and tex.is_file():
@@ -195,6 +200,10 @@ def paper_section(p: Paper, build: Path) -> list[str]:
         elif a.kind == "figure" and pdf.is_file() and not p.status.get(a.id, "not run").startswith(NOT_DRAWN):
             lines += _figure(pdf, build / f"{p.key}-{a.id}.pdf",
                              f"{a.label} (paper): {a.caption} Ours ({a.id}.pdf): {p.status[a.id]}", "0.6")
+    for k in extra:
+        body = _table((reports / f"{k}.tex").read_text(encoding="utf-8"))
+        if body is not None:
+            lines += [r"\clearpage", body]
     return lines
 
 

@@ -22,12 +22,15 @@ from .figures import (
     figure_synthetic, figure_timing,
 )
 from .claims import claims, local_curve_claims, paper_profile_claims, row_claims
+from .cpu import BENCHMARK, STEM as CPU_STEM, cpu_table
 
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
            published_root: str = "published", paper_results_root: Path | None = None,
-           summary: Path | None = None) -> list[Path]:
+           summary: Path | None = None, benchmark_root: Path | None = None) -> list[Path]:
     """Every table, figure, runs.md, README.md and claims.json under ``out``; with ``summary``, the pipeline's
-    summary metrics there (:func:`summary_metrics`, the one file `dvc exp show` reads in papers/fedhydra/)."""
+    summary metrics there (:func:`summary_metrics`, the one file `dvc exp show` reads in papers/fedhydra/).
+    ``benchmark_root``: the cross-paper benchmark's folder, whose runs give ``table01_cpu`` (default: papers/benchmark
+    beside the paper's folder, ``results_root``'s parent)."""
     # only what the current params produce: results left on disk by a larger grid are listed, not rendered
     expected = expected_results(params)
     paper_expected = expected_paper_runs(params)
@@ -84,6 +87,12 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     if paper_runs:
         written += paper_profile_table(paper_runs, runs, arts, out / "table01_paper_profile", profile)
         status["table01_paper_profile"] = "paper-profile column(s): " + ", ".join(paper_runs)
+    # Tables 1-2's Fashion-MNIST cells at the cpu profile: the cross-paper benchmark's runs of FedHydra's setting
+    bench = Path(benchmark_root) if benchmark_root else Path(results_root).resolve().parent.parent / "benchmark"
+    cpu_files, cpu_state, cpu_claims = cpu_table(bench, arts, out)
+    if cpu_files:
+        written += cpu_files
+        status[CPU_STEM] = cpu_state
     written += figure_curves("fmnist", runs, out / "figure03", "Fig. 3: FashionMNIST, test accuracy vs epoch")
     written += figure_curves("cifar10", runs, out / "figure04", "Fig. 4: CIFAR10, test accuracy vs epoch")
     ms_files, ms_label, U_r = figure_ms(runs, out / "figure05")
@@ -104,6 +113,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     verdicts += row_claims(arts, runs, lambdas, base_seed) + local_curve_claims(runs, base_seed)
     if paper_runs:
         verdicts += paper_profile_claims(paper_runs, base_seed)
+    verdicts += cpu_claims
     written.append(_write_runs(runs, out / "runs.md", profile))
     written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale,
                                  paper_runs, seeds, base_seed))
@@ -171,6 +181,9 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
     if "table01_paper_profile" in status:
         lines.append(f"| table01_paper_profile | Table 1 at the paper profile | `table01_paper_profile.tex`, "
                      f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/paper/) |")
+    if CPU_STEM in status:
+        lines.append(f"| {CPU_STEM} | Tables 1-2, Fashion-MNIST, at the cpu profile | `{CPU_STEM}.tex`, `{CPU_STEM}.md` "
+                     f"| {status[CPU_STEM]} ({BENCHMARK}/results/) |")
     lines += ["", "Figures 1 and 2 are schematics (no data).", ""]
     lines += _readings_section(runs, paper_runs or {})
     lines += ["## Claims of the paper's text", "",

@@ -1,0 +1,66 @@
+"""FedHydra's Tables 1-2 Fashion-MNIST cells at the cpu profile, read from the cross-paper benchmark's runs
+(src/osfl/papers/fedhydra/cpu.py) on a made-up benchmark folder: the cells beside the paper's, runs that failed a
+guard left out, the counts within 3 and 10 points, the claim by the spread rule, the README and compiled report."""
+import json
+from pathlib import Path
+
+import yaml
+
+from osfl.papers.fedhydra import cpu
+from osfl.reporting.published import load_artifacts
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTS = load_artifacts(ROOT / "papers" / "fedhydra" / "published")
+
+
+def _bench(tmp_path: Path, accs: dict, failed=()) -> Path:
+    """A benchmark folder: the real params on dir0.5 and 2cc at seeds 0, 1, and a record per (split, id, seed)."""
+    bench = tmp_path / "benchmark"
+    params = yaml.safe_load((ROOT / "papers" / "benchmark" / "params.yaml").read_text())
+    params.update(splits=["dir0.5", "2cc"], seeds=[0, 1])
+    params["columns"] = params["columns"] + [{"id": "fedhydra-x", "method": "fedhydra", "tag": "x", "paper": "", "set": ""}]
+    (bench).mkdir(parents=True)
+    (bench / "params.yaml").write_text(yaml.safe_dump(params))
+    for (split, cid, seed), acc in accs.items():
+        f = bench / "results" / f"fmnist-{split}-s{seed}" / "runs" / f"{cid}.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        rec = {"acc_final": acc}
+        if (split, cid, seed) in failed:
+            rec["guards"] = {"server_gain_min": {"floor": 15.0, "value": acc, "passed": False}}
+        f.write_text(json.dumps(rec))
+    return bench
+
+
+def test_cells_beside_the_paper_with_counts_and_the_claim(tmp_path):
+    accs = {("dir0.5", "fedhydra", 0): 60.0, ("dir0.5", "fedhydra", 1): 62.0,
+            ("dir0.5", "fedavg", 0): 75.0, ("dir0.5", "fedavg", 1): 76.0,
+            ("dir0.5", "fedhydra-x", 0): 99.0,  # a tagged variant: not FedHydra's cell
+            ("2cc", "fedhydra", 0): 40.0, ("2cc", "fedhydra", 1): 11.0, ("2cc", "dense", 0): 20.0}
+    bench = _bench(tmp_path, accs, failed={("2cc", "fedhydra", 1)})
+    files, state, claims = cpu.cpu_table(bench, ARTS, tmp_path / "reports")
+    md = (tmp_path / "reports" / "table01_cpu.md").read_text()
+    row = {line.split(" | ")[0].strip("| "): line for line in md.splitlines() if line.startswith("| ")}
+    # FedHydra at Dir(0.5): mean 61 of seeds 0, 1 against the paper's 77.20; α = 0.3 did not run
+    assert "61.00 ± 1.41 (n=2) / 77.20 (-16.20)" in row["FedHydra (ours)"] and "— / 76.39" in row["FedHydra (ours)"]
+    assert "75.50 ± 0.71 (n=2) / 75.76 (-0.26)" in row["FedAvg"]
+    # seed 1 of FedHydra at 2c/c failed its guard: left out and named
+    assert "40.00 / 39.06 (+0.94) [failed its regime guard: s1 11.00]" in row["FedHydra (ours)"]
+    assert state.startswith("4 of 30 Fashion-MNIST cells") and "3 within 3 points of the paper, 3 within 10" in state
+    (claim,) = claims
+    # Dir(0.5): 61.00 vs 75.50 with spread 1.41 -> does not hold; the claim does not hold as a whole
+    assert claim["artifact"] == "table01_cpu" and claim["verdict"] == "does not hold"
+    assert "T1 α=0.5: does not hold" in claim["evidence"] and "T2 2c/c: not judged" in claim["evidence"]
+
+
+def test_nothing_is_written_without_benchmark_runs(tmp_path):
+    assert cpu.cpu_table(tmp_path / "nowhere", ARTS, tmp_path / "reports") == ([], "", [])
+    assert cpu.cpu_table(_bench(tmp_path, {}), ARTS, tmp_path / "reports") == ([], "", [])
+    assert not (tmp_path / "reports").exists()
+
+
+def test_the_committed_report_carries_the_benchmark_cells():
+    """The committed FedHydra report lists table01_cpu with the state its render gives from the committed benchmark."""
+    status = json.loads((ROOT / "papers" / "fedhydra" / "reports" / "status.json").read_text())
+    _, runs = cpu.benchmark_runs(ROOT / "papers" / "benchmark")
+    _, numbers = cpu.cells(runs, ARTS)
+    assert status[cpu.STEM].startswith(f"{len(numbers)} of 30 Fashion-MNIST cells") and len(numbers) >= 18
