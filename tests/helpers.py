@@ -60,6 +60,10 @@ def copy_worktree(repo_root: Path, work: Path) -> None:
                 and not in_project.endswith("dvc.lock") and in_project != "summary.json":  # render's metrics
             (work / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, work / rel)
+    # each paper project's results/ as an empty folder: a render that reads another project's runs (FedHydra's of the
+    # benchmark's) finds none, as on a checkout where that project has not run
+    for results in (repo_root / "papers").glob("*/results"):
+        (work / results.relative_to(repo_root)).mkdir(parents=True, exist_ok=True)
 
 
 def dag(project: Path) -> tuple[list[str], str]:
