@@ -37,7 +37,7 @@ def test_cells_beside_the_paper_with_counts_and_the_claim(tmp_path):
             ("dir0.5", "fedhydra-x", 0): 99.0,  # a tagged variant: not FedHydra's cell
             ("2cc", "fedhydra", 0): 40.0, ("2cc", "fedhydra", 1): 11.0, ("2cc", "dense", 0): 20.0}
     bench = _bench(tmp_path, accs, failed={("2cc", "fedhydra", 1)})
-    files, state, claims = cpu.cpu_table(bench, ARTS, tmp_path / "reports")
+    files, state, claims, metrics = cpu.cpu_table(bench, ARTS, tmp_path / "reports")
     md = (tmp_path / "reports" / "table01_cpu.md").read_text()
     row = {line.split(" | ")[0].strip("| "): line for line in md.splitlines() if line.startswith("| ")}
     # FedHydra at Dir(0.5): mean 61 of seeds 0, 1 against the paper's 77.20; α = 0.3 did not run
@@ -46,6 +46,8 @@ def test_cells_beside_the_paper_with_counts_and_the_claim(tmp_path):
     # seed 1 of FedHydra at 2c/c failed its guard: left out and named
     assert "40.00 / 39.06 (+0.94) [failed its regime guard: s1 11.00]" in row["FedHydra (ours)"]
     assert state.startswith("4 of 30 Fashion-MNIST cells") and "3 within 3 points of the paper, 3 within 10" in state
+    # gaps -16.20, -0.26, +0.94, -2.31: mean -4.4575
+    assert metrics == {"cells": 4, "mean_gap": -4.4575, "within_3": 3, "within_10": 3}
     (claim,) = claims
     # Dir(0.5): 61.00 vs 75.50 with spread 1.41 -> does not hold; the claim does not hold as a whole
     assert claim["artifact"] == "table01_cpu" and claim["verdict"] == "does not hold"
@@ -53,8 +55,8 @@ def test_cells_beside_the_paper_with_counts_and_the_claim(tmp_path):
 
 
 def test_nothing_is_written_without_benchmark_runs(tmp_path):
-    assert cpu.cpu_table(tmp_path / "nowhere", ARTS, tmp_path / "reports") == ([], "", [])
-    assert cpu.cpu_table(_bench(tmp_path, {}), ARTS, tmp_path / "reports") == ([], "", [])
+    assert cpu.cpu_table(tmp_path / "nowhere", ARTS, tmp_path / "reports") == ([], "", [], {})
+    assert cpu.cpu_table(_bench(tmp_path, {}), ARTS, tmp_path / "reports") == ([], "", [], {})
     assert not (tmp_path / "reports").exists()
 
 

@@ -80,15 +80,16 @@ def best_claim(numbers: dict) -> tuple[str, Verdict]:
     return claim, every(parts) if parts else Verdict(NOT_RUN, "no Fashion-MNIST column of the benchmark has run")
 
 
-def cpu_table(bench: Path, arts: list[Artifact], out: Path) -> tuple[list[Path], str, list[dict]]:
+def cpu_table(bench: Path, arts: list[Artifact], out: Path) -> tuple[list[Path], str, list[dict], dict]:
     """Write ``table01_cpu`` (.tex, .md) from the benchmark's runs under ``bench``; returns (files, the README's
-    state of it, the claim records). Nothing is written where the benchmark has not run."""
+    state of it, the claim records, its summary metrics: cells, mean gap to the paper, cells within 3 and 10
+    points). Nothing is written where the benchmark has not run."""
     if not (bench / "params.yaml").is_file():
-        return [], "", []
+        return [], "", [], {}
     params, runs = benchmark_runs(bench)
     df, numbers = cells(runs, arts)
     if not numbers:
-        return [], "", []
+        return [], "", [], {}
     seeds = sorted({s for v in numbers.values() for s in v["values"]})
     state = (f"{len(numbers)} of {len(METHODS) * len(COLUMNS)} Fashion-MNIST cells from {BENCHMARK}'s runs (seeds "
              f"{', '.join(map(str, seeds))}): {within(numbers, 3)} within 3 points of the paper, "
@@ -100,4 +101,7 @@ def cpu_table(bench: Path, arts: list[Artifact], out: Path) -> tuple[list[Path],
     notes = f"{state}. {cpu_profile.describe(params)}"
     files = write_table(df, out / STEM, caption, f"tab:{STEM}", notes=notes)
     claim, verdict = best_claim(numbers)
-    return files, state, [verdict.record(artifact=STEM, claim=claim)]
+    gaps = [v["mean"] - v["paper"] for v in numbers.values() if v["paper"] == v["paper"]]
+    metrics = {"cells": len(numbers), "mean_gap": round(sum(gaps) / len(gaps), 4) if gaps else None,
+               "within_3": within(numbers, 3), "within_10": within(numbers, 10)}
+    return files, state, [verdict.record(artifact=STEM, claim=claim)], metrics

@@ -89,7 +89,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
         status["table01_paper_profile"] = "paper-profile column(s): " + ", ".join(paper_runs)
     # Tables 1-2's Fashion-MNIST cells at the cpu profile: the cross-paper benchmark's runs of FedHydra's setting
     bench = Path(benchmark_root) if benchmark_root else Path(results_root).resolve().parent.parent / "benchmark"
-    cpu_files, cpu_state, cpu_claims = cpu_table(bench, arts, out)
+    cpu_files, cpu_state, cpu_claims, cpu_metrics = cpu_table(bench, arts, out)
     if cpu_files:
         written += cpu_files
         status[CPU_STEM] = cpu_state
@@ -119,7 +119,10 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
                                  paper_runs, seeds, base_seed))
     written += write_index(out, status, verdicts)
     if summary is not None:
-        summary.write_text(json.dumps(summary_metrics(gaps, verdicts), indent=2, sort_keys=True) + "\n")
+        metrics = summary_metrics(gaps, verdicts)
+        if cpu_metrics:
+            metrics["tables"][CPU_STEM] = cpu_metrics
+        summary.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         written.append(summary)
     return written
 
