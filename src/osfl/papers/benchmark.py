@@ -30,9 +30,11 @@ SPLIT_LABELS = {"2cc": "2 classes per client"}
 # being the table's column (methods in rows) or row (methods in columns)
 PAPER_ORDERS = (
     ("FedHydra", "table01", {"dir0.5": ("column", "FashionMNIST alpha=0.5"),
+                             "dir0.3": ("column", "FashionMNIST alpha=0.3"),
                              "dir0.1": ("column", "FashionMNIST alpha=0.1")}),
     ("FedHydra", "table02", {"2cc": ("column", "FashionMNIST")}),
-    ("FedMHO", "table04", {"dir0.5": ("row", "Fashion, 1, 0.5"), "dir0.1": ("row", "Fashion, 3, 0.1")}),
+    ("FedMHO", "table04", {"dir0.5": ("row", "Fashion, 1, 0.5"), "dir0.3": ("row", "Fashion, 2, 0.3"),
+                           "dir0.1": ("row", "Fashion, 3, 0.1")}),
 )
 METHOD_OF_LABEL = {"FedAvg": "fedavg", "OT": "ot", "FedDF": "feddf", "DENSE": "dense", "Co-Boosting": "coboost",
                    "FedHydra (ours)": "fedhydra", "FedHydra": "fedhydra", "F-DAFL": "fdafl", "F-ADI": "fadi"}
