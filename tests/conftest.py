@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT / "src"))
 if os.environ.get("PYTEST_XDIST_WORKER"):  # workers share the cores: one thread each (before torch is imported)
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
-# Seconds of wall time per paper on the 2-core CI machine with three xdist workers (a third fills the others' waits) (README "Tests and benchmarks").
+# Seconds of wall time per paper on the 2-core CI machine with three xdist workers, a third filling the others' waits
+# (README "Tests and benchmarks").
 # "core" is everything that is not one paper's pipeline (library unit tests, the main pipeline, benchmarks).
 BUDGET_S = {"core": 300, "fedhydra": 150, "fedmho": 150, "ofeded": 150, "hfldd": 150}
 SUITE_BUDGET_S = 600  # pytest's share of CI's 15 minutes (installation takes the rest)

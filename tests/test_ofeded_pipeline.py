@@ -114,7 +114,6 @@ def ofeded_repo(tmp_path_factory, repo_root):
                             "columns": [c for c in params["resnet"]["columns"] if c["method"] == "ensemble"]}
         params["server"]["fadi"] = {"inv_steps": 20}  # x0.1 at smoke: 2 inversion steps per batch
         params["cpu"]["guards"] = {}  # smoke runs sit at chance by design (the guards: test_cpu_profile.py)
-        params["runtime"]["threads"] = 1  # one per xdist worker: the suite's workers share two cores
         params["columns"] = [c for c in params["columns"] if c["id"] in KEEP]
         params["s_columns"] = [c for c in params["s_columns"] if c["id"] in KEEP]
     out = sh("dvc", "repro", cwd=work / SUB)

@@ -35,7 +35,6 @@ def smoke_repo(tmp_path_factory, repo_root):
     work = tmp_path_factory.mktemp("pipeline") / "repo"
     with repo_copy(repo_root, work) as params:
         params["profile"] = "smoke"
-        params["runtime"]["threads"] = 1  # one per xdist worker (the suite runs two at once)
     remote = work.parent / "remote"
     out = sh("dvc", "repro", cwd=work)
     sh("git", "add", "-A", cwd=work)
