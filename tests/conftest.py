@@ -28,11 +28,12 @@ sys.path.insert(0, str(ROOT / "src"))
 if os.environ.get("PYTEST_XDIST_WORKER"):  # workers share the cores: one thread each (before torch is imported)
     os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = "1"
 
-# Seconds of wall time per paper on the 2-core CI machine with three xdist workers, a third filling the others' waits
-# (README "Tests and benchmarks").
+# Seconds of test time per paper (summed over the three xdist workers, which share the 2-core CI machine, so a file
+# running beside two others counts about 1.5x its time alone; README "Tests and benchmarks"): what a full run measured
+# on 2026-11-27 after the fixtures were trimmed, rounded up, so that growth prints a warning.
 # "core" is everything that is not one paper's pipeline (library unit tests, the main pipeline, benchmarks).
-BUDGET_S = {"core": 300, "fedhydra": 150, "fedmho": 150, "ofeded": 150, "hfldd": 150}
-SUITE_BUDGET_S = 600  # pytest's share of CI's 15 minutes (installation takes the rest)
+BUDGET_S = {"core": 800, "fedhydra": 310, "fedmho": 480, "ofeded": 600, "hfldd": 100}
+SUITE_BUDGET_S = 780  # pytest's wall time: CI's 15 minutes less the installation (~45 s) and a margin
 
 
 def paper_of(nodeid: str) -> str:

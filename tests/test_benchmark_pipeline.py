@@ -3,7 +3,6 @@ them and sets their orders beside the papers'."""
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 from helpers import repo_copy, sh, stage_families

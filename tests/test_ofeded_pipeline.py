@@ -116,6 +116,8 @@ def ofeded_repo(tmp_path_factory, repo_root):
         params["cpu"]["guards"] = {}  # smoke runs sit at chance by design (the guards: test_cpu_profile.py)
         params["columns"] = [c for c in params["columns"] if c["id"] in KEEP]
         params["s_columns"] = [c for c in params["s_columns"] if c["id"] in KEEP]
+        for col in params["columns"] + params["s_columns"]:  # Fig. 2(c)'s other student: the 2-layer CNN stands in
+            col["set"] = col["set"].replace("model=resnet32", "model=cnn2")  # for ResNet-32 (wiring, not a model)
     out = sh("dvc", "repro", cwd=work / SUB)
     return work, params, out
 
