@@ -94,8 +94,8 @@ def repo_copy(repo_root: Path, work: Path, project: str = "."):
     """A copy of the working tree at ``work`` (:func:`copy_worktree`) whose ``<project>/params.yaml`` the caller edits
     inside the block, through the dict it yields; on leaving, the params are written back and the copy becomes a git
     repository with ``work.parent / "remote"`` as its DVC remote (:func:`init_repo`). Its stages run on one thread
-    (``runtime.threads``): the suite's xdist workers share the cores, and a project pinning more (the root's and
-    OFedED's 2) would oversubscribe them; a caller may set another count inside the block."""
+    (``runtime.threads``): the suite's xdist workers share the cores, and a project pinning more (the root's 2)
+    would oversubscribe them; a caller may set another count inside the block."""
     copy_worktree(repo_root, work)
     pf = work / project / "params.yaml"
     params = yaml.safe_load(pf.read_text())
