@@ -1,7 +1,9 @@
 """papers/fedmho/: the flops stage counts what params.yaml names, the render stage puts it beside Table II, and the
 committed report is what the committed counts render to."""
 import json
+from copy import deepcopy
 from pathlib import Path
+from shutil import copytree
 
 import pytest
 import yaml
@@ -126,7 +128,7 @@ def fedmho_repo(tmp_path_factory, repo_root):
                 part["model"] = "cnn2"
             if part["model"] == "cvae_large":  # FedCVAE's large clients: the MLP CVAE too (a sixth of the time)
                 part["model"] = "cvae_small"
-        # one variant per artifact: Table VI and Fig. 6 on the Table IV run; Table V and Figs. 7, 10 and 11 as sweeps
+        # one variant per artifact: Tables VI, IX and Fig. 6 on the Table IV run; Tables V, X, XI and Fig. 7 as sweeps
         # on the same (Fashion-MNIST stand-in) run, whose rows are then named after Fashion and carry no paper number
         # (Table V: its (1, 1) row, which is Table IV's MD run, and the trainable λs). Table VIII and Figs. 2 and 8
         # render from copies of this run's records (test_sweep_artifacts_render_from_their_runs): the same stages
@@ -209,9 +211,6 @@ def test_sweep_artifacts_render_from_their_runs(fedmho_repo, repo_root, tmp_path
     """Table VIII (keep 40 %), Fig. 2 (DENSE with large clients) and Fig. 8 (M = 2,000) from runs under their sweep
     variants' names: copies of the smoke run's MD and DENSE records and curves, rendered with those variants in the
     params (their stages are the variant stages above with another --set)."""
-    from copy import deepcopy
-    from shutil import copytree
-
     work, params, _ = fedmho_repo
     results = tmp_path / "results"
     copytree(work / SUB / "results", results)
