@@ -55,6 +55,10 @@ def test_smoke_pipeline_clusters_distils_and_trains(hfldd_repo):
     assert len(curves["hfldd"]["groups"]) == clustering["H"]
     assert sum(map(sum, curves["fedavg"]["groups"])) == sum(map(sum, curves["cl"]["groups"]))
     assert len(curves["fedseq"]["groups"]) == 5
+    # FedD3's normalisation (the params' inputs), inside the clients and every hybrid run's model, recorded with each
+    norm = {"size": None, "mean": [0.5], "std": [0.5]}
+    assert all(rec["inputs"] == norm for rec in curves.values())
+    assert json.loads((res / "clients.json").read_text())["inputs"] == norm
     assert "up to date" in sh("dvc", "status", cwd=work / SUB).stdout  # a second look finds nothing to run
 
 
