@@ -105,6 +105,20 @@ def repo_copy(repo_root: Path, work: Path, project: str = "."):
     init_repo(work, work.parent / "remote")
 
 
+def copied_results(project: Path, dest: Path, run: str, made_up: dict[str, tuple[str, float]]) -> Path:
+    """A copy of ``project``/results at ``dest`` where, in ``run``, each made-up run id of ``made_up`` (id -> (the run
+    it copies, the final accuracy it is given)) has the copied run's record and curves: artifacts whose stages are
+    others' with another --set render from these in-process. Returns ``dest``."""
+    shutil.copytree(project / "results", dest)
+    folder = dest / run
+    for new, (src, acc) in made_up.items():
+        rec = json.loads((folder / "runs" / f"{src}.json").read_text())
+        (folder / "runs" / f"{new}.json").write_text(json.dumps({**rec, "acc_final": acc}))
+        if (folder / "live" / src).is_dir():
+            shutil.copytree(folder / "live" / src, folder / "live" / new)
+    return dest
+
+
 def compile_latex(bodies: list[str], folder: Path) -> Path:
     """Compile table bodies in a minimal document with pdflatex (the caller skips when it is missing)."""
     from osfl.reporting import latex_document

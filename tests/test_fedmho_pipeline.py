@@ -3,7 +3,6 @@ committed report is what the committed counts render to."""
 import json
 from copy import deepcopy
 from pathlib import Path
-from shutil import copytree
 
 import pytest
 import yaml
@@ -107,7 +106,7 @@ def test_every_table2_cell_within_one_percent():
 # ---------------------------------------------------------------------------------------------------------
 # the whole pipeline at smoke, in a temporary copy of the repository
 
-from helpers import dag, host_facts, repo_copy, sh  # noqa: E402
+from helpers import copied_results, dag, host_facts, repo_copy, sh  # noqa: E402
 
 SUB = "papers/fedmho"
 
@@ -212,15 +211,8 @@ def test_sweep_artifacts_render_from_their_runs(fedmho_repo, repo_root, tmp_path
     variants' names: copies of the smoke run's MD and DENSE records and curves, rendered with those variants in the
     params (their stages are the variant stages above with another --set)."""
     work, params, _ = fedmho_repo
-    results = tmp_path / "results"
-    copytree(work / SUB / "results", results)
-    run = results / "fmnist-dir0.5-s0"
     made_up = {"fedmho-md-k40": ("fedmho-md", 41.0), "fedmho-md-m2000": ("fedmho-md", 42.0), "dense-large": ("dense", 43.0)}
-    for new, (src, acc) in made_up.items():
-        rec = json.loads((run / "runs" / f"{src}.json").read_text())
-        (run / "runs" / f"{new}.json").write_text(json.dumps({**rec, "acc_final": acc}))
-        if (run / "live" / src).is_dir():
-            copytree(run / "live" / src, run / "live" / new)
+    results = copied_results(work / SUB, tmp_path / "results", "fmnist-dir0.5-s0", made_up)
     committed = yaml.safe_load((repo_root / SUB / "params.yaml").read_text())
     full = deepcopy(params)
     full["sweeps"]["variants"] += [v for v in committed["sweeps"]["variants"] if v["id"] in made_up]

@@ -4,7 +4,6 @@ import fnmatch
 import json
 from copy import deepcopy
 from pathlib import Path
-from shutil import copytree
 
 import pytest
 import torch
@@ -89,7 +88,7 @@ def test_table1_keeps_the_papers_rows_and_adds_ours(tmp_path):
 # ---------------------------------------------------------------------------------------------------------
 # the pipeline end to end (slow)
 
-from helpers import host_facts, lock_weights, repo_copy, sh, stage_families  # noqa: E402
+from helpers import copied_results, host_facts, lock_weights, repo_copy, sh, stage_families  # noqa: E402
 
 
 # the smoke run keeps one stage of every kind of column (the full lists: test_every_ablation_row_has_a_run..., and
@@ -260,14 +259,8 @@ def test_other_rows_and_panels_render_from_copies_of_the_runs(ofeded_repo, repo_
     under their names: copies of the smoke run's records and curves (their stages are the kept columns' and the
     noise variant's with another --set), rendered with those entries in the params."""
     work, params, _ = ofeded_repo
-    results = tmp_path / "results"
-    copytree(work / SUB / "results", results)
+    results = copied_results(work / SUB, tmp_path / "results", "fmnist-dir0.3-s0", COPIES)
     run = results / "fmnist-dir0.3-s0"
-    for new, (src, acc) in COPIES.items():
-        rec = json.loads((run / "runs" / f"{src}.json").read_text())
-        (run / "runs" / f"{new}.json").write_text(json.dumps({**rec, "acc_final": acc}))
-        if (run / "live" / src).is_dir():
-            copytree(run / "live" / src, run / "live" / new)
     committed = yaml.safe_load((repo_root / SUB / "params.yaml").read_text())
     full = deepcopy(params)
     for key in ("columns", "s_columns"):
