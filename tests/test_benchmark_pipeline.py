@@ -53,6 +53,22 @@ def test_orderings_name_the_pairs_in_the_other_order(repo_root):
     assert "in the other order: fedavg/coboost, fedavg/fedhydra, coboost/fedhydra" in fedhydra
 
 
+def test_the_report_says_when_ot_moved_no_unit(tmp_path):
+    """OT fusion whose alignment moved no hidden unit is FedAvg's average: the setting line says in how many runs."""
+    params = {"datasets": ["fmnist"], "splits": ["dir0.7"], "seeds": [0, 1], "clients": 5, "model": "cnn2",
+              "columns": [{"id": "fedavg", "method": "fedavg"}, {"id": "ot", "method": "ot"}]}
+    for seed, moved in ((0, {"0": 0.0, "1": 0.0}), (1, {"0": 0.0, "1": 0.5})):
+        runs = tmp_path / "papers" / "benchmark" / "results" / f"fmnist-dir0.7-s{seed}" / "runs"
+        runs.mkdir(parents=True)
+        for i, extras in (("fedavg", {}), ("ot", {"units_moved_share": moved})):
+            (runs / f"{i}.json").write_text(json.dumps({"acc_final": 50.0 + seed, "server_seconds": 0.1,
+                                                         "extras": extras}))
+    out = tmp_path / "reports"
+    benchmark.render(params, tmp_path / "papers" / "benchmark" / "results", tmp_path, out)
+    note = "OT: in 1 of 2 runs that record it the alignment moved no hidden unit"
+    assert note in (out / "README.md").read_text() and note in (out / "table.md").read_text()
+
+
 @pytest.fixture(scope="module")
 def benchmark_repo(tmp_path_factory, repo_root):
     """`dvc repro` of papers/benchmark/ at smoke on the Fashion-MNIST stand-in, one split and seed, with a made-up

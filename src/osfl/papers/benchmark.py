@@ -21,7 +21,7 @@ import pandas as pd
 from .. import cpu_profile
 from ..reporting.figures import _style, save_figure
 from ..reporting.published import load_artifacts, load_published_table
-from ..reporting.runs import read_runs, split_by_guards, write_index
+from ..reporting.runs import ot_unmoved_note, read_runs, split_by_guards, write_index
 from ..reporting.spread import format_spread, mean_std
 from ..reporting.tables import write_table
 
@@ -140,13 +140,16 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
     runs = read_runs(Path(results_root), params)
     df, numbers, failed = cells(runs, params)
     described = cpu_profile.describe(params)
+    ot_ids = {e["id"] for e in params.get("columns") or [] if e.get("method") == "ot"}
+    ot_note = ot_unmoved_note([(r.get("extras") or {}).get("units_moved_share") for by_id in runs.values()
+                               for i in ot_ids for r in by_id.get(i, [])])
     ran: dict[str, set] = {}
     for (split, _), v in numbers.items():
         ran.setdefault(split_label(split), set()).update(v["seeds"])
     seeds_ran = "; ".join(f"{k}: {', '.join(map(str, sorted(v)))}" for k, v in ran.items()) or "none"
     setting = (f"{params.get('clients')} clients of {params.get('model')} (clients and server), seeds "
                f"{params.get('seeds')} (run so far: {seeds_ran}); every method with its own paper's settings. "
-               f"Server seconds: one thread of a 2-core CPU. {described}")
+               f"Server seconds: one thread of a 2-core CPU. {described}" + (f" {ot_note}" if ot_note else ""))
     written = []
     status = {}
     if numbers:

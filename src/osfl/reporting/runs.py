@@ -8,6 +8,7 @@
 * ``write_status``: a paper's README.md, each artifact's state and the claim verdicts (:class:`.spread.Verdict`).
 * ``write_index``: the same as data, for the compiled report (osfl.reporting.book): ``status.json`` (artifact id ->
   its state) and ``claims.json`` (one entry per claim: artifact where known, claim, verdict, evidence, reason).
+* ``ot_unmoved_note``: how many OT fusion runs moved no hidden unit (their model is FedAvg's average).
 """
 from __future__ import annotations
 
@@ -109,6 +110,18 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
     df.index.name = paper.index.name
     df.attrs["failed_guard"] = len(failed)  # cells with a run left out for a failed guard
     return df, numbers
+
+
+def ot_unmoved_note(shares) -> str:
+    """A caption's note on OT fusion from its runs' ``extras.units_moved_share`` (client index -> the share of hidden
+    units its alignment moved; None where a run does not record it): in how many runs no unit moved, i.e. every
+    client kept the shared initial model's neuron order and OT's model is FedAvg's average. "" when none records it."""
+    recorded = [s for s in shares if s is not None]
+    if not recorded:
+        return ""
+    still = sum(1 for s in recorded if not any(s.values()))
+    return (f"OT: in {still} of {len(recorded)} runs that record it the alignment moved no hidden unit (every client "
+            "kept the shared initial model's neuron order), so OT's model there is FedAvg's average.")
 
 
 def write_status(out: Path, title: str, paper_dir: str, arts, status: dict[str, str], claims_of: str,

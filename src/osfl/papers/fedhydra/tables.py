@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ...reporting.published import Artifact, load_published_table
+from ...reporting.runs import ot_unmoved_note
 from ...reporting.spread import count_verdicts, mean_std, seed_runs
 from .runs import (
     DATASETS, HETERO_METHODS, HETERO_TABLES, METHODS, ROUND_TABLES, Run, SHORT, VARIANTS, _config, _device_name,
@@ -126,17 +127,11 @@ def _reading_note(art_id: str, runs: dict[str, Run], lambdas: list[dict], seeds=
 
 
 def _ot_note(art_id: str, runs: dict[str, Run]) -> str:
-    """Table 1/2: in how many OT runs the alignment moved no hidden unit (``extras.units_moved_share`` all 0: every
-    client kept the shared initial model's neuron order, so OT fusion is FedAvg's average)."""
+    """Table 1/2: in how many OT runs the alignment moved no hidden unit (:func:`.reporting.runs.ot_unmoved_note`)."""
     if art_id not in ("table01", "table02"):
         return ""
-    shares = [(r.extras.get("ot") or {}).get("units_moved_share") for r in runs.values() if "ot" in r.metrics]
-    recorded = [s for s in shares if s is not None]
-    if not recorded:
-        return ""
-    still = sum(1 for s in recorded if not any(s.values()))
-    return (f"OT: in {still} of {len(recorded)} runs that record it the alignment moved no hidden unit (every client "
-            "kept the shared initial model's neuron order), so OT's model there is FedAvg's average.")
+    return ot_unmoved_note([(r.extras.get("ot") or {}).get("units_moved_share") for r in runs.values()
+                            if "ot" in r.metrics])
 
 
 def _variants_note(rows: list[str]) -> str:
