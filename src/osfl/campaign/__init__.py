@@ -37,6 +37,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError
+from ..provenance.lineage import locked_stages
 
 ARCHIVE = "campaign.tar.gz"
 MANIFEST = "campaign.json"
@@ -121,8 +122,7 @@ def _dvc(project: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _lock_entry(project: Path, name: str) -> dict:
-    lock = yaml.safe_load((project / "dvc.lock").read_text()) if (project / "dvc.lock").is_file() else {}
-    return (lock or {}).get("stages", {}).get(name, {})
+    return locked_stages(project).get(name, {})
 
 
 def _files(path: Path) -> list[Path]:

@@ -1,7 +1,7 @@
 """Whether a pipeline's committed runs were computed from one another: a check of its dvc.lock alone.
 
-A report compares runs recorded in one dvc.lock. Two things make such a comparison mix runs that should not be
-compared, and both can be read from the lock, with no data and no re-run:
+A report compares runs recorded in one dvc.lock. Three things make such a comparison mix runs that should not be
+compared, and all three can be read from the lock, with no data and no re-run:
 
 * **upstream**: a stage's dependency is another stage's output, and the hash the stage recorded for it differs from
   the hash that output has now (the upstream stage re-ran after it: e.g. a server distilled from clients that were
@@ -13,8 +13,9 @@ compared, and both can be read from the lock, with no data and no re-run:
   keys are left out of this rule: a family lists them per item (``server.<method>``, ``per_dataset.<dataset>``).
 
 Keys in :data:`EXECUTION` (the thread count and device settings) are left out: they change a result's last bits, not
-the experiment. ``dvc status`` says a stage is stale; this says which committed results disagree with each other, which is what a
-verdict comparing them needs to know. The compiled report prints it per paper (osfl.reporting.book).
+the experiment. ``dvc status`` says a stage is stale; this says which committed results disagree with each other,
+which is what a verdict comparing them needs to know. The compiled report prints it per paper (osfl.reporting.book).
+:func:`locked_stages` is the one reader of a project's dvc.lock for the provenance and campaign tools.
 
     python -m osfl.provenance.lineage papers/ofeded papers/hfldd     # exit 1 when a lock mixes runs
 """
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["AGREE", "Mismatch", "check", "check_lock"]
+__all__ = ["AGREE", "Mismatch", "check", "check_lock", "locked_stages"]
 
 _SHOWN = 3  # stage names shown per group
 #: params keys that say how a stage ran, not what it computes (threads change the bits, not the experiment)
@@ -97,11 +98,12 @@ def check_lock(stages: dict) -> list[Mismatch]:
             src = produced.get(d["path"])
             if src is not None and src[0] != name and src[1] != _hash(d):
                 upstream[(d["path"], src[0])].append(name)
-        listed[name.split("@")[0]][name] = {(f, k) for f, ps in (st.get("params") or {}).items() for k in ps or {}}
+        keys = listed[name.split("@")[0]].setdefault(name, set())
         for pfile, params in (st.get("params") or {}).items():
             for key, value in (params or {}).items():
                 if key in EXECUTION:
                     continue
+                keys.add((pfile, key))
                 values[f"{pfile}:{key}"][json.dumps(value, sort_keys=True)].append(name)
     out = [Mismatch("upstream", path, tuple(names), source) for (path, source), names in upstream.items()]
     for key, by_value in values.items():
@@ -115,20 +117,25 @@ def check_lock(stages: dict) -> list[Mismatch]:
     for family, keys in listed.items():
         for pfile, key in sorted(set().union(*keys.values())):
             missing = [n for n, k in keys.items() if (pfile, key) not in k]
-            if missing and key not in EXECUTION and "." not in key:
+            if missing and "." not in key:
                 absent[key] += missing
                 families[key].append(family)
     out += [Mismatch("unlisted", key, tuple(names), ", ".join(families[key])) for key, names in absent.items()]
     return out
 
 
-def check(project: Path) -> list[Mismatch]:
-    """:func:`check_lock` of ``project``/dvc.lock (no lock: nothing committed, no mismatch)."""
+def locked_stages(project: Path) -> dict:
+    """The ``stages`` mapping of ``project``/dvc.lock (stage name -> its entry); {} where there is no lock."""
     lock = Path(project) / "dvc.lock"
     if not lock.is_file():
-        return []
+        return {}
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: a lock of 1 MB in a fraction of a second
-    return check_lock((yaml.load(lock.read_text(encoding="utf-8"), Loader=loader) or {}).get("stages") or {})
+    return (yaml.load(lock.read_text(encoding="utf-8"), Loader=loader) or {}).get("stages") or {}
+
+
+def check(project: Path) -> list[Mismatch]:
+    """:func:`check_lock` of ``project``/dvc.lock (no lock: nothing committed, no mismatch)."""
+    return check_lock(locked_stages(project))
 
 
 def main(argv=None) -> None:

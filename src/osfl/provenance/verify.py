@@ -36,6 +36,8 @@ from pathlib import Path
 
 import yaml
 
+from .lineage import locked_stages
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -54,11 +56,6 @@ def _dvc(args: list[str], cwd: Path, check: bool = True) -> subprocess.Completed
     if check and p.returncode != 0:
         raise RuntimeError(f"dvc {' '.join(args)} failed in {cwd}:\n{(p.stdout + p.stderr)[-2000:]}")
     return p
-
-
-def _lock(project: Path) -> dict:
-    path = project / "dvc.lock"
-    return (yaml.safe_load(path.read_text()) or {}).get("stages", {}) if path.is_file() else {}
 
 
 def _why_not(entry: list) -> str | None:
@@ -84,7 +81,7 @@ def _why_not(entry: list) -> str | None:
 
 def candidates(project: Path) -> tuple[list[str], dict[str, str]]:
     """(stages that can be checked, stage -> why not) for the stages dvc.lock records."""
-    lock = _lock(project)
+    lock = locked_stages(project)
     status = json.loads(_dvc(["status", "--json"], project).stdout or "{}")
     ok, skipped = [], {}
     frozen = {name for name, body in _stages_yaml(project).items() if body.get("frozen")}
@@ -207,7 +204,7 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
     moved back after, unless they came out as recorded: then the new ones stay, and the stages that read them can be
     checked next. Nothing that was there is lost."""
     lock_text = (project / "dvc.lock").read_text()
-    recorded = _outs(_lock(project)[name])
+    recorded = _outs(locked_stages(project)[name])
     staged = _staged(project)
     (project / ".dvc" / "tmp").mkdir(parents=True, exist_ok=True)
     aside = Path(tempfile.mkdtemp(prefix="verify-", dir=project / ".dvc" / "tmp"))  # same file system: renames
@@ -256,7 +253,7 @@ def _rerun(project: Path, name: str, recorded: dict[str, str], rtol: float, atol
     seconds = time.perf_counter() - t0
     if run.returncode != 0:
         return Check(name, "not checked", "the re-run failed: " + (run.stdout + run.stderr).strip()[-300:], seconds)
-    now = _outs(_lock(project)[name])
+    now = _outs(locked_stages(project)[name])
     differ = [p for p in recorded if now.get(p) != recorded[p]]
     if not differ:
         return Check(name, "identical", f"{len(recorded)} output(s), md5 as recorded", seconds)

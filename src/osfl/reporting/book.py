@@ -5,9 +5,9 @@ stage wrote them.
 It reads only what the papers' render stages committed under ``papers/<paper>/reports/`` (the LaTeX tables, the
 figure PDFs, ``status.json``, ``claims.json``), their ``published/artifacts.yaml`` and each pipeline's ``dvc.lock``
 (the provenance section: which committed runs were not computed from one another, osfl.provenance.lineage), so a
-fresh clone builds it without computing a run. The tables' captions already state profile, precision, seeds and guards; an artifact
-that has not run is listed with its state. Compiled with plain ``pdflatex`` (twice, for the contents); the PDF's
-dates come from ``SOURCE_DATE_EPOCH`` (0 unless set), so the same reports give the same bytes.
+fresh clone builds it without computing a run. The tables' captions already state profile, precision, seeds and
+guards; an artifact that has not run is listed with its state. Compiled with plain ``pdflatex`` (twice, for the
+contents); the PDF's dates come from ``SOURCE_DATE_EPOCH`` (0 unless set), so the same reports give the same bytes.
 
     python -m osfl.stages.book --out report/osfl-report.pdf [--papers papers] [--keep-tex]
 """
