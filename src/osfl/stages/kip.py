@@ -6,6 +6,11 @@ counted by the cost model (8 bits per pixel value), to its header: uploads ``dis
 models/<run>/kip/client_<k>/ (the manifest names the header). Writes results/<run>/kip.json (settings, steps run,
 first and last loss, last KRR accuracy on the target batch, bytes per client) and, apart, results/<run>/runtime/kip.json
 (seconds, a batch's time shared out per client, and the host).
+
+``--for headers`` distils the clustering's headers instead, alike (their own generators), for Table IV's K sweep
+(stage ``ksweep@``), where another K makes some of them members: uploads under models/<run>/kip_headers/, records
+results/<run>/kip_headers.json and results/<run>/runtime/kip_headers.json. Every client's set depends only on its own
+data and generator, so the two folders together hold every client's set whatever the clustering.
 """
 from __future__ import annotations
 
@@ -32,8 +37,16 @@ from .records import runtime_record, write_runtime_record
 MEMBERS_PER_BATCH = 16
 
 
+#: --for: whose data is distilled -> (the upload folder and record name, the clients of a clustering)
+TARGETS = {"members": ("kip", lambda c: c.members),
+           "headers": ("kip_headers", lambda c: {a: a for a in c.headers})}
+
+
 def main(argv=None) -> None:
-    run_stage(_run, parser(__doc__), argv)
+    p = parser(__doc__)
+    p.add_argument("--for", dest="targets", choices=tuple(TARGETS), default="members",
+                   help="distil the clustering's members (sent to their headers; default) or its headers (K sweep)")
+    run_stage(_run, p, argv)
 
 
 def _run(args) -> None:
@@ -41,10 +54,12 @@ def _run(args) -> None:
     spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
     settings = KIPSettings.from_params(params.get("kip"))
     steps = scaled(settings.steps, profile.step_scale)
-    header_of = Clustering.from_dict(read_json(require_input(paths.results / "clustering.json", "cluster"))).members
+    name, clients_of = TARGETS[args.targets]
+    header_of = clients_of(Clustering.from_dict(read_json(require_input(paths.results / "clustering.json",
+                                                                        "cluster"))))
     d = client_data(paths, cfg)
     pt, x_all, y_all = d.partition, d.x, d.y
-    out = paths.uploads("kip")
+    out = paths.uploads(name)
     if out.exists():
         shutil.rmtree(out)
     summary, per_client_seconds, t0 = [], [], time.perf_counter()
@@ -79,11 +94,12 @@ def _run(args) -> None:
         bar.update(len(batch))
     bar.close()
     seconds = time.perf_counter() - t0
-    write_json(paths.results / "kip.json", {"settings": settings.as_dict(), "steps": steps, "profile": profile.name,
-                                            "members_per_batch": MEMBERS_PER_BATCH, "clients": summary})
-    write_runtime_record(runtime_record(paths, "kip"), seconds, device, cfg["runtime"],
+    write_json(paths.results / f"{name}.json", {"settings": settings.as_dict(), "steps": steps,
+                                                "profile": profile.name, "members_per_batch": MEMBERS_PER_BATCH,
+                                                "clients": summary})
+    write_runtime_record(runtime_record(paths, name), seconds, device, cfg["runtime"],
                          per_client_seconds=per_client_seconds)
-    print(f"KIP: {len(summary)} members distilled {sum(s['images'] for s in summary)} images in {seconds:.1f} s")
+    print(f"KIP: {len(summary)} {args.targets} distilled {sum(s['images'] for s in summary)} images in {seconds:.1f} s")
 
 
 if __name__ == "__main__":

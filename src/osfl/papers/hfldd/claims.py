@@ -4,11 +4,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ... import cpu_profile
+import statistics
+
+import pandas as pd
+
 from ...reporting.spread import (
-    DOES_NOT_HOLD, HOLDS, NOT_JUDGED, NOT_TESTABLE, Side, Verdict, above_all, clients_at_chance, every,
+    DOES_NOT_HOLD, HOLDS, NOT_JUDGED, NOT_TESTABLE, WITHIN, Side, Verdict, above_all, clients_at_chance, every,
     flat_at_chance, format_spread, late_half, mean_std, swing,
 )
-from .tables import COST_METHODS, DATASET_LABELS, FROM_CLIENTS, METHODS, accuracies, model_params
+from .tables import COST_METHODS, DATASET_LABELS, FROM_CLIENTS, METHODS, accuracies, k_points, model_params
 
 def _classes(dataset: str) -> int:
     from ...data import get_spec
@@ -138,4 +142,42 @@ def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -
     out.append(("§7 baselines at CIFAR-10 C = 1 (FedAvg 27.0, FedSeq 19.6)",
                 Verdict(NOT_TESTABLE, reason="CIFAR-10 not run")
                 if not any(r for (d, _), r in runs.items() if d == "cifar10") else Verdict(NOT_TESTABLE, "see Fig. 3")))
+    return out
+
+
+def k_robustness(params: dict, runs: dict, paper: pd.DataFrame) -> list[tuple[str, Verdict]]:
+    """§V-D: "for C = 2 and C = 10 HFLDD is robust to K": per (dataset, C of 2 or 10) with at least three K run, our
+    range of HFLDD's final accuracy over K (means over seeds) against the paper's widest range at that C (Table IV,
+    either dataset; points whose run or record is degenerate left out). Holds when ours is below the paper's by more
+    than the spread, does not hold when above it by more; the spread: the largest over the K points of the sample
+    std over seeds (two seeds or more) or of the curve's last-half swing (one seed)."""
+    k_main = int((params.get("clustering") or {}).get("K", 10))
+    out = []
+    for (ds, c), recs in sorted(runs.items()):
+        if c not in (2, 10):
+            continue
+        rows = [lab for lab in paper.index if lab.endswith(f"(C = {c})")]
+        if not rows:
+            continue
+        widest = max(float(paper.loc[lab].max() - paper.loc[lab].min()) for lab in rows)
+        by_k: dict[int, dict] = {}
+        for r in recs:
+            for k, rec in k_points(r, k_main).items():
+                if cpu_profile.passed(rec) and not _degenerate(r, "hfldd", _classes(ds)):
+                    by_k.setdefault(k, {})[r["seed"]] = rec
+        if len(by_k) < 3:
+            continue
+        means = {k: mean_std([rec["acc_final"] for rec in v.values()])[0] for k, v in sorted(by_k.items())}
+        spreads = [statistics.stdev([rec["acc_final"] for rec in v.values()]) if len(v) > 1 else
+                   (swing(late_half(accuracies(next(iter(v.values()))))) or 0.0) for v in by_k.values()]
+        ours = max(means.values()) - min(means.values())
+        d, spread = widest - ours, max(spreads)
+        verdict = HOLDS if d > spread else DOES_NOT_HOLD if d < -spread else WITHIN
+        where = f"{DATASET_LABELS.get(ds, ds)} C = {c}"
+        seeds = sorted({s for v in by_k.values() for s in v})
+        out.append((f"§V-D HFLDD robust to K at C = {c}: its accuracy over K varies no more than the paper's (widest "
+                    f"at C = {c}: {widest:.1f} points), {where}",
+                    Verdict(verdict, "; ".join(f"K = {k}: {m:.2f}" for k, m in means.items()) + f"; range {ours:.2f}",
+                            basis=f"seeds {', '.join(map(str, seeds))}: paper's range − ours {d:+.2f}, spread "
+                                  f"{spread:.2f}", difference=d)))
     return out

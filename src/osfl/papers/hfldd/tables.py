@@ -29,7 +29,7 @@ FROM_CLIENTS = ("hfldd", "clustering")
 COMMANDS = {
     "table2": "`dvc repro render` (after `dvc repro hfldd baseline` for C = 10)",
     "table3": "`dvc repro render` (after `dvc repro hfldd baseline` for C = 10 on cifar10)",
-    "table4": "`dvc repro render` (after `dvc repro hfldd`)",
+    "table4": "`dvc repro render` (after `dvc repro hfldd ksweep`)",
     "fig3": "`dvc repro render` (after `dvc repro hfldd baseline`)",
     "fig5": "`dvc repro render` (after `dvc repro cluster`)",
     "fig6": "`dvc repro render` (after `dvc repro hfldd baseline` for C = 2)",
@@ -49,12 +49,21 @@ def _read(path: Path):
 
 def read_run(results_root: Path, name: str) -> dict:
     """A run's records: ``rounds`` (method -> record), ``clustering``, ``soft_labels``, ``kip``, ``clients`` (the
-    pre-trained clients' accuracies; None if absent)."""
+    pre-trained clients' accuracies; None if absent), ``ksweep`` (K -> Table IV's HFLDD record at that K, stage
+    ksweep@)."""
     root = Path(results_root) / name
     rounds = {m: r for m in METHODS if (r := _read(root / "rounds" / f"{m}.json")) is not None}
+    ksweep = {int(r["K"]): r for f in sorted((root / "ksweep").glob("k*.json")) if (r := _read(f)) is not None}
     return {"rounds": rounds, "clustering": _read(root / "clustering.json"),
             "soft_labels": _read(root / "soft_labels.json"), "kip": _read(root / "kip.json"),
-            "clients": _read(root / "clients.json")}
+            "clients": _read(root / "clients.json"), "ksweep": ksweep}
+
+
+def k_points(run: dict, k_main: int) -> dict[int, dict]:
+    """HFLDD's record per K of a run: its sweep points (stage ksweep@) and the main run (stage hfldd@) at its own
+    ``clustering.K``."""
+    main = run["rounds"].get("hfldd")
+    return {**run.get("ksweep", {}), **({k_main: main} if main else {})}
 
 
 def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[dict]]:
@@ -65,7 +74,7 @@ def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[di
             recs = []
             for seed in params.get("seeds") or [0]:
                 run = read_run(results_root, run_name(ds, c, seed))
-                if run["rounds"] or run["clustering"]:
+                if run["rounds"] or run["clustering"] or run["ksweep"]:
                     recs.append({**run, "seed": seed, "C": int(c), "profile": params.get("profile")})
             out[(ds, int(c))] = recs
     return out
@@ -193,22 +202,29 @@ def cost_table(params: dict, runs: dict, art, fig5_meta: dict) -> tuple[pd.DataF
 
 
 def table4(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
-    """The paper's K columns per (dataset, C) row; ours at K = clustering.K beside the paper's there, with Δ."""
+    """The paper's K columns per (dataset, C) row; ours at every K that ran (the sweep's points and the main run at
+    ``clustering.K``) beside the paper's there, with Δ. Numbers: ``{(dataset, C, K): {"mean", "paper", "seeds"}}``."""
     paper = load_published_table(art)
-    k = int((params.get("clustering") or {}).get("K", 10))
+    k_main = int((params.get("clustering") or {}).get("K", 10))
     rows, numbers = {}, {}
     for label in paper.index:
         rows[label] = {str(c): f"{MARKDOWN_NA} / {float(paper.loc[label, c]):.1f}" for c in paper.columns}
     for (ds, c), recs in runs.items():
-        vals = [r["rounds"]["hfldd"]["acc_final"] for r in recs if "hfldd" in r["rounds"]]
-        if not vals:
-            continue
         label = f"{DATASET_LABELS.get(ds, ds)} (C = {c})"
-        row = rows.setdefault(label, {str(col): MARKDOWN_NA for col in paper.columns})
-        p = float(paper.loc[label, str(k)]) if label in paper.index and str(k) in paper.columns else float("nan")
-        ours = format_spread(vals) if len(vals) > 1 else f"{vals[0]:.2f}"
-        row[str(k)] = f"{ours} / {MARKDOWN_NA}" if math.isnan(p) else f"{ours} / {p:.1f} ({mean_std(vals)[0] - p:+.2f})"
-        numbers[(ds, c)] = {"mean": mean_std(vals)[0], "paper": p, "seeds": [r["seed"] for r in recs]}
-    df = pd.DataFrame.from_dict(rows, orient="index", columns=[str(c) for c in paper.columns], dtype=object)
+        by_k: dict[int, dict] = {}
+        for r in recs:
+            for k, rec in k_points(r, k_main).items():
+                by_k.setdefault(k, {})[r["seed"]] = rec["acc_final"]
+        for k, per_seed in sorted(by_k.items()):
+            vals = list(per_seed.values())
+            row = rows.setdefault(label, {str(col): MARKDOWN_NA for col in paper.columns})
+            p = float(paper.loc[label, str(k)]) if label in paper.index and str(k) in paper.columns else float("nan")
+            ours = format_spread(vals) if len(vals) > 1 else f"{vals[0]:.2f}"
+            row[str(k)] = (f"{ours} / {MARKDOWN_NA}" if math.isnan(p) else
+                           f"{ours} / {p:.1f} ({mean_std(vals)[0] - p:+.2f})")
+            numbers[(ds, c, k)] = {"mean": mean_std(vals)[0], "paper": p, "seeds": sorted(per_seed)}
+    cols = [str(c) for c in paper.columns]
+    df = pd.DataFrame.from_dict(rows, orient="index", dtype=object)
+    df = df[cols + [c for c in df.columns if c not in cols]].fillna(MARKDOWN_NA)  # a K outside 5..11 after them
     df.index.name = paper.index.name
     return df, numbers
