@@ -95,6 +95,31 @@ def test_ipc_and_noise_claims_beyond_the_swing(tmp_path):
         "not judged: clients all equal (all 10 exactly 40.00 %)")
 
 
+def test_table3_claims_compare_the_rows_beyond_the_swing(tmp_path):
+    p = params(splits=["dir0.3"], seeds=[0])
+    run = "fmnist-dir0.3-s0"
+    rows = {"coboost": 50.0, "ofeded": 60.0, "ofeded-l": 55.0, "ofeded-lo": 58.5}  # rows 1, 8, 2, 6 (✓ · – · ✓)
+    for rid, acc in rows.items():
+        record(tmp_path, run, rid, acc, wobble(acc, 1.0))
+    v = dict(ofeded.ablation_claims(ofeded.table3_sides(p, tmp_path)))
+    where = "Fashion-MNIST, α = 0.3, Table 3"
+    assert v[f"{where}: every variant of OFedED above Co-Boosting (row 1, no part)"].verdict == "holds"
+    assert v[f"{where}: all three parts (row 8) the best row"].verdict == "holds"
+    drop = v[f"{where}: without the class-weighted ensemble (✓ · – · ✓) below all three parts"]
+    assert drop.verdict == "holds" and "difference +1.50, spread 1.00" in drop.full_evidence
+    record(tmp_path, run, "ofeded-eo", 59.5, wobble(59.5, 1.0))  # row 7 (– · ✓ · ✓) half a point under row 8
+    v = dict(ofeded.ablation_claims(ofeded.table3_sides(p, tmp_path)))
+    best = v[f"{where}: all three parts (row 8) the best row"]
+    assert best.verdict == "within spread" and "60.00 vs – · ✓ · ✓ 59.50" in best.evidence
+    # a row that failed its regime guard feeds no verdict: row 6 gone, its claim not run
+    rec = tmp_path / run / "runs" / "ofeded-lo.json"
+    guard = {"server_gain_min": {"passed": False, "floor": 15.0, "value": 12.0}}
+    rec.write_text(json.dumps({"acc_final": 58.5, "guards": guard}))
+    v = dict(ofeded.ablation_claims(ofeded.table3_sides(p, tmp_path)))
+    no_ens = f"{where}: without the class-weighted ensemble (✓ · – · ✓) below all three parts"
+    assert v[no_ens].verdict == "not run"
+
+
 def test_teacher_claims_per_seed(tmp_path):
     p = params(seeds=[0, 1])
     for seed, (ofe, den) in enumerate((([20.0, 40.0, 60.0, 70.0], [20.0, 30.0, 50.0, 55.0]),

@@ -71,9 +71,10 @@ def parts_note(params: dict, results_root: Path) -> str:
 
 
 def table04_sides(params: dict, results_root: Path, numbers: dict) -> dict[tuple[str, str], Side]:
-    """Table IV's cells (:func:`table04`'s numbers) as sides of a comparison: seed -> final accuracy, each seed's
-    swing (the last half of its logged server curve) and degenerate reason."""
-    entries = {c["id"]: c for c in params.get("columns") or []}
+    """Table IV's cells (:func:`table04`'s numbers; or a Table IV variant's, as Table VI's) as sides of a
+    comparison: seed -> final accuracy, each seed's swing (the last half of its logged server curve) and degenerate
+    reason."""
+    entries = {c["id"]: c for c in (params.get("columns") or []) + (params.get("variants") or [])}
     out = {}
     for (row, col), num in numbers.items():
         ds, split = num["run"]
@@ -149,3 +150,16 @@ def claims(sides: dict[tuple[str, str], Side]) -> list[tuple[str, Verdict]]:
                 replace(v, evidence=f"ours over {len(avg_rows)} rows: best baseline {best}; gains "
                         + " / ".join(f"{g:+.2f}" for g in gains.values()) + f"; {v.evidence}")))
     return out
+
+
+def cleaning_claims(cleaned: dict[tuple[str, str], Side],
+                    raw: dict[tuple[str, str], Side]) -> list[tuple[str, Verdict]]:
+    """Table VI (§5.3.2): the unsupervised data optimisation (k-means cleaning) helps: MD and SD as Table IV ran
+    them (``cleaned``) above the same runs without cleaning (``raw``), in every row that has both."""
+    claim = "k-means cleaning helps: MD and SD above themselves without it in every row (Table VI vs IV, §5.3.2)"
+    pairs = sorted(k for k in raw if k in cleaned)
+    if not pairs:
+        return [(claim, Verdict(NOT_RUN, "no row has MD or SD with and without cleaning"))]
+    return [(claim, every((f"{r}, {m}", compare(replace(cleaned[(r, m)], name=f"{m} (cleaned)"),
+                                                replace(raw[(r, m)], name=f"{m} (no cleaning)")))
+                          for r, m in pairs))]

@@ -16,7 +16,7 @@ from .tables import (
     ABLATIONS, DATASET_LABELS, TOLERANCE_PCT, ablation, flops_table, table01, table03, table04, table07, table10,
     table10_setting, table11,
 )
-from .claims import claims, parts_note, table04_sides
+from .claims import claims, cleaning_claims, parts_note, table04_sides
 from .figures import fig02, fig05, fig06, fig07, fig08, fig09
 
 FIGURES = {"figure02": fig02, "figure05": fig05, "figure06": fig06, "figure07": fig07, "figure08": fig08,
@@ -39,6 +39,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     status: dict[str, str] = {}
     metrics: dict = {}
     verdicts: list[tuple[str, Verdict]] = []
+    t4_sides: dict = {}  # Table IV's cells as sides (Table VI's claim compares with them)
     flops_file = Path(results_root) / "flops.json"
     runs = read_runs(Path(results_root), params)
     first_ds = (params.get("datasets") or ["fmnist"])[0]
@@ -81,7 +82,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                 f"{within[3]} / {within[10]} of {len(diffs)}",
                 {"cells_run": len(numbers), "mean_gap": round(float(np.mean(diffs or [0.0])), 4),
                  "within_3": within[3], "within_10": within[10]})
-            verdicts += claims(table04_sides(params, Path(results_root), numbers)) if numbers else []
+            t4_sides = table04_sides(params, Path(results_root), numbers)
+            verdicts += claims(t4_sides) if numbers else []
         elif art.id == "table02" and flops_file.is_file():
             record = json.loads(flops_file.read_text())
             paper = load_published_table(art)
@@ -109,6 +111,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                    "FedMHO-MD / -SD are Table IV's runs (heterogeneous clients, as in the paper). "
                    if ABLATIONS[art.id] == "" else "") + seeds_note,
                 f"{len(numbers)} cells run ({len(cells)} rows)", {"cells_run": len(numbers)})
+            if art.id == "table06" and numbers:
+                verdicts += cleaning_claims(t4_sides, table04_sides(params, Path(results_root), numbers))
         elif art.id == "table07":
             cells, done = table07(params, Path(results_root), art)
             put(art, cells, done, ACC_CELLS + "N clients, N/2 of each kind, on " + where,

@@ -32,10 +32,10 @@ epoch-to-epoch swing of the last half of the runs' logged curves), and not judge
 from __future__ import annotations
 
 # the package's modules, in layers (each imports only from those before it): tables, claims, figures, costs, report
-from .claims import claims, teacher_claims
+from .claims import ablation_claims, claims, teacher_claims
 from .figures import dp_panels, ipc_panels, teacher_sides
 from .report import render, run_table
-from .tables import _entries, ablation_entries, row_label, table1
+from .tables import _entries, ablation_entries, row_label, table1, table3_sides
 
-__all__ = ["_entries", "ablation_entries", "claims", "dp_panels", "ipc_panels", "render", "row_label", "run_table",
-           "table1", "teacher_claims", "teacher_sides"]
+__all__ = ["_entries", "ablation_claims", "ablation_entries", "claims", "dp_panels", "ipc_panels", "render",
+           "row_label", "run_table", "table1", "table3_sides", "teacher_claims", "teacher_sides"]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...reporting.spread import Side, Verdict, above_all, compare
-from .tables import _panel_title, run_side
+from ...reporting.spread import NOT_RUN, Side, Verdict, above_all, compare, every
+from .tables import _panel_title, row_label, run_side
 
 def claims(numbers: dict, results_root: Path | None = None) -> list[tuple[str, Verdict]]:
     """Per row we ran: does OFedED beat every other method we ran there (the paper's "consistently outperforms")?
@@ -56,4 +56,30 @@ def student_claims(numbers: dict) -> list[tuple[str, Verdict]]:
             v = above_all(sides["OFedED"], [sd for k, sd in sides.items() if k != "OFedED"])
             out.append((f"{_panel_title(ds, split)}, student {group}: OFedED above DENSE and Co-Boosting (Fig. 2(c))",
                         v))
+    return out
+
+
+#: Table 3's rows by their parts (Loss · Ens · Others): Co-Boosting (none), OFedED (all), and the row without the
+#: class-weighted ensemble (its position reconstructed, SPEC §5)
+NO_PART, ALL_PARTS, NO_ENS = row_label(", , "), row_label("✓, ✓, ✓"), row_label("✓, , ✓")
+
+
+def ablation_claims(sides: dict) -> list[tuple[str, Verdict]]:
+    """Table 3's text (SPEC §5): every variant above Co-Boosting (row 1), all three parts the best row, and removing
+    the class-weighted ensemble "a significant drop" (row 8 above row 6, whose check marks are reconstructed);
+    ``sides``: :func:`osfl.papers.ofeded.tables.table3_sides`."""
+    out = []
+    for (ds, split), rows in sorted(sides.items()):
+        where = f"{_panel_title(ds, split)}, Table 3"
+        variants = {k: v for k, v in rows.items() if k != NO_PART}
+        if NO_PART in rows and variants:
+            out.append((f"{where}: every variant of OFedED above Co-Boosting (row 1, no part)",
+                        every((k, compare(v, rows[NO_PART])) for k, v in variants.items())))
+        if ALL_PARTS in rows and len(rows) > 1:
+            out.append((f"{where}: all three parts (row 8) the best row",
+                        above_all(rows[ALL_PARTS], [v for k, v in rows.items() if k != ALL_PARTS])))
+        out.append((f"{where}: without the class-weighted ensemble ({NO_ENS}) below all three parts",
+                    compare(rows[ALL_PARTS], rows[NO_ENS]) if ALL_PARTS in rows and NO_ENS in rows else
+                    Verdict(NOT_RUN, f"rows {ALL_PARTS} and {NO_ENS}: " + ", ".join(
+                        f"{k} {'ran' if k in rows else 'not run'}" for k in (ALL_PARTS, NO_ENS)))))
     return out

@@ -13,8 +13,8 @@ from ...reporting.published import load_artifacts
 from ...reporting.runs import read_runs, write_status
 from ...reporting.spread import Verdict
 from ...reporting.tables import write_table
-from .tables import ACC_CELLS, DATASET_LABELS, _entries, table1, table3
-from .claims import claims, student_claims, teacher_claims
+from .tables import ACC_CELLS, DATASET_LABELS, _entries, table1, table3, table3_sides
+from .claims import ablation_claims, claims, student_claims, teacher_claims
 from .figures import (
     CELL_NOTES, DP_NOTE, SCHEMATICS, dp_panels, ipc_panels, student_bars, table2, teacher_curves, teacher_sides,
 )
@@ -54,6 +54,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
                 written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
                                        f"tab:{art.id}-vs-paper", notes=CELL_NOTES[art.id] + seeds_note)
                 status[art.id], metrics[art.id] = f"{done} cells run", {"cells_run": done}
+                if art.id == "table3":
+                    verdicts += ablation_claims(table3_sides(params, Path(results_root)))
             else:
                 status[art.id] = "no run yet"
         elif art.id in ("table4", "table5"):

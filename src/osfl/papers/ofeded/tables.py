@@ -9,7 +9,7 @@ import pandas as pd
 from ... import cpu_profile
 from ...live import read_curve
 from ...reporting.published import load_published_table
-from ...reporting.runs import compare_rows, read_runs, run_name, vs_paper
+from ...reporting.runs import compare_rows, read_runs, run_name, split_by_guards, vs_paper
 from ...reporting.spread import Side, clients_at_chance, flat_at_chance, format_spread, late_half, mean_std, swing
 from ...reporting.tables import MARKDOWN_NA
 
@@ -83,6 +83,22 @@ def table3(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     df = pd.DataFrame.from_dict(cells, orient="index", dtype=object)
     df.index.name = "Loss · Ens · Others"
     return df, done
+
+
+def table3_sides(params: dict, results_root: Path) -> dict[tuple[str, str], dict[str, Side]]:
+    """Table 3's rows as sides of a comparison, per (dataset, split) that ran any: row label (the paper's check
+    marks, :func:`row_label`) -> the runs of that row that passed their regime guards, over seeds."""
+    by_row = ablation_entries(params)
+    out = {}
+    for (ds, split), by_id in read_runs(results_root, params, list(by_row.values())).items():
+        sides = {}
+        for label, entry in by_row.items():
+            good, _ = split_by_guards(by_id.get(entry["id"], []))
+            if good:
+                sides[row_label(label)] = run_side(results_root, ds, split, entry["id"], row_label(label), good)
+        if sides:
+            out[(ds, split)] = sides
+    return out
 
 
 def _classes(dataset: str) -> int:
