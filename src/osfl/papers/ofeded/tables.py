@@ -81,6 +81,7 @@ def table3(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
             done += bool(vals)
         cells[row_label(label)] = row
     df = pd.DataFrame.from_dict(cells, orient="index", dtype=object)
+    df = df[[c for c in df.columns if c.startswith("paper: ") or (df[c] != MARKDOWN_NA).any()]]  # splits that ran
     df.index.name = "Loss · Ens · Others"
     return df, done
 
