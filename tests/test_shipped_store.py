@@ -30,6 +30,12 @@ NOT_SHIPPED = {  # (project, stage): why its cached outputs are not in dvc-store
     # the distilled sets the members sent (100 uint8 images each: 6.3-8.1 MB per run); the rounds' checkpoints ship
     **{("papers/hfldd", f"kip@fmnist-{c}-0"): "69-90 members' distilled images: over the cap (issue 16)"
        for c in (1, 2, 10)},
+    # Table IV's sweep: the headers' distilled sets (1.7-2.5 MB per run) and a 0.2 MB checkpoint per point (18 points);
+    # the points' records (results/<run>/ksweep/) are git-tracked, and a point resumes only for a larger T
+    **{("papers/hfldd", f"kip_headers@fmnist-{c}-0"): "the headers' distilled images: over the cap (issue 16)"
+       for c in (1, 2, 10)},
+    **{("papers/hfldd", f"ksweep@fmnist-{c}-0-{k}"): "a K-sweep point's rounds checkpoint: 18 of them over the cap"
+       for c in (1, 2, 10) for k in (5, 6, 7, 8, 9, 11)},
     ("papers/fedmho", "prepare@fmnist"): "Fashion-MNIST arrays (54 MB) from the Debian package dataset-fashion-mnist",
     ("papers/ofeded", "prepare@fmnist"): "Fashion-MNIST arrays (54 MB) from the Debian package dataset-fashion-mnist",
     ("papers/benchmark", "prepare@fmnist"): "Fashion-MNIST arrays (54 MB) from the Debian package dataset-fashion-mnist",
@@ -37,6 +43,9 @@ NOT_SHIPPED = {  # (project, stage): why its cached outputs are not in dvc-store
     # ship, so its column renders; `dvc repro project@<run>` recomputes them in seconds
     **{("papers/ofeded", f"project@fmnist-{split}-0"): "MA-Echo's projection matrices: 7.5 MB per run, over the cap"
        for split in ("dir0.05", "dir0.1", "dir0.3")},
+    # Table 3's ablation rows 2-7 (s_columns 1-6): a 0.1 MB global model each, 18 over the cap; their records ship
+    **{("papers/ofeded", f"server_s@fmnist-{split}-0-col{c}"): "an ablation row's global model: over the cap"
+       for split in ("dir0.05", "dir0.1", "dir0.3") for c in range(1, 7)},
 }
 NOT_SHIPPED_PATHS = {  # (project, path prefix): why the cached outputs under it are not in dvc-store/
     # FedMHO at the cpu profile: five VGG-9s (cpu width, 15 MB each) per run and a VGG-9 global model per column

@@ -1,0 +1,52 @@
+"""Every stage's command comes back from dvc.lock as it went in.
+
+DVC writes a stage's command into dvc.lock as a folded YAML scalar; where a fold lands on a double space (an empty
+``${item...}`` between two words leaves one), the space is lost on reading, and the stage reads "changed command"
+forever after, right after its run (treeverse/dvc#10970, upstream in ruamel.yaml). This was found on OFedED's Table 3
+row ``ofeded-o``; the check dumps each command of every pipeline as DVC dumps a lock and reads it back.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PROJECTS = [ROOT] + sorted(p.parent.parent for p in (ROOT / "papers").glob("*/.dvc/config"))
+#: stages whose command DVC's lock would change, not yet run, and why they stay so: OFedED's Table 1 columns at
+#: Dir(0.05) share their command with the committed Dir(0.1) and Dir(0.3) runs (an empty `set` or `flags`); making
+#: the double space go means re-running those. Mend them with the split's first run.
+KNOWN = {("papers/ofeded", f"server@fmnist-dir0.05-0-col{c}") for c in (0, 2, 3, 6)}
+
+
+def _round_trip(name: str, cmd: str) -> str:
+    """``cmd`` written where dvc.lock writes it (schema 2.0: ``stages: <name>: cmd:``; the fold columns depend on the
+    indentation) and read back."""
+    from dvc.utils.serialize import dumps_yaml, parse_yaml
+
+    text = dumps_yaml({"schema": "2.0", "stages": {name: {"cmd": cmd}}})
+    return parse_yaml(text, "dvc.lock")["stages"][name]["cmd"]
+
+
+def _broken() -> set[tuple[str, str]]:
+    from dvc.repo import Repo
+
+    out = set()
+    for project in PROJECTS:
+        rel = str(project.relative_to(ROOT)) if project != ROOT else "."
+        with Repo(str(project)) as repo:
+            for stage in repo.index.stages:
+                cmd = getattr(stage, "cmd", None)
+                if cmd and _round_trip(stage.name, cmd) != cmd:
+                    out.add((rel, stage.name))
+    return out
+
+
+def test_every_command_survives_the_lock():
+    broken = _broken()
+    assert broken - KNOWN == set(), "a command DVC's lock cannot keep (a double space at a fold): " + str(
+        sorted(broken - KNOWN))
+    assert KNOWN <= broken, f"mended, drop from KNOWN: {sorted(KNOWN - broken)}"
+
+
+def test_the_check_sees_a_double_space_at_a_fold():
+    cmds = {n: "python " + "x" * n + " --tag=o  && python -m x" for n in range(60)}
+    assert [n for n, cmd in cmds.items() if _round_trip("s", cmd) != cmd] == [53, 54, 55, 56]  # the fold's columns
