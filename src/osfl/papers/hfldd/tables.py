@@ -212,14 +212,18 @@ def table4(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
     for (ds, c), recs in runs.items():
         label = f"{DATASET_LABELS.get(ds, ds)} (C = {c})"
         by_k: dict[int, dict] = {}
+        older: dict[int, set] = {}  # K -> the profiles of records computed under another profile than params'
         for r in recs:
             for k, rec in k_points(r, k_main).items():
                 by_k.setdefault(k, {})[r["seed"]] = rec["acc_final"]
+                if rec.get("profile") not in (None, params.get("profile")):
+                    older.setdefault(k, set()).add(rec["profile"])
         for k, per_seed in sorted(by_k.items()):
             vals = list(per_seed.values())
             row = rows.setdefault(label, {str(col): MARKDOWN_NA for col in paper.columns})
             p = float(paper.loc[label, str(k)]) if label in paper.index and str(k) in paper.columns else float("nan")
-            ours = format_spread(vals) if len(vals) > 1 else f"{vals[0]:.2f}"
+            ours = (format_spread(vals) if len(vals) > 1 else f"{vals[0]:.2f}") + (
+                f" (profile {', '.join(sorted(older[k]))})" if k in older else "")
             row[str(k)] = (f"{ours} / {MARKDOWN_NA}" if math.isnan(p) else
                            f"{ours} / {p:.1f} ({mean_std(vals)[0] - p:+.2f})")
             numbers[(ds, c, k)] = {"mean": mean_std(vals)[0], "paper": p, "seeds": sorted(per_seed)}
