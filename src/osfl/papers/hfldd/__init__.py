@@ -8,8 +8,9 @@ A run is ``results/<dataset>-c<C>-s<seed>/`` (N clients holding C classes each).
   distilled images actually uploaded (``soft_labels.json``, ``kip.json``); the paper's rows as printed, and the
   paper's printed rounds through the same code (H = 16 / 23, inferred in artifacts.yaml) beside them. Table II is
   the 28x28 grey-scale datasets' (MNIST; Fashion-MNIST runs land there, marked), Table III CIFAR-10's;
-* Table IV (impact of K): HFLDD's last-round accuracy at K = ``clustering.K`` per dataset and C; the paper's other
-  K columns stay the paper's alone (a K sweep is not a stage yet);
+* Table IV (impact of K): HFLDD's last-round accuracy per dataset and C at K = ``clustering.K`` (the main run) and
+  at each K of the sweep (``ksweep/k<K>.json``, stage ksweep@: the run's clients clustered again), and the verdict
+  on §V-D's "robust to K at C = 2 and 10";
 * Fig. 3: test accuracy per round of HFLDD, FedAvg, FedSeq and CL (CL: per epoch), one panel per dataset and C;
 * Fig. 5: the clustering's topology (server, headers, members; colour = homogeneous cluster) per dataset and C,
   drawn with networkx (:mod:`osfl.reporting.topology`);
