@@ -3,16 +3,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ... import cpu_profile
-import statistics
-
 import pandas as pd
 
+from ... import cpu_profile
 from ...reporting.spread import (
     DOES_NOT_HOLD, HOLDS, NOT_JUDGED, NOT_TESTABLE, WITHIN, Side, Verdict, above_all, clients_at_chance, every,
     flat_at_chance, format_spread, late_half, mean_std, swing,
 )
-from .tables import COST_METHODS, DATASET_LABELS, FROM_CLIENTS, METHODS, accuracies, k_points, model_params
+from .tables import COST_METHODS, DATASET_LABELS, FROM_CLIENTS, METHODS, accuracies, k_records, model_params
 
 def _classes(dataset: str) -> int:
     from ...data import get_spec
@@ -151,7 +149,6 @@ def k_robustness(params: dict, runs: dict, paper: pd.DataFrame) -> list[tuple[st
     either dataset; points whose run or record is degenerate left out). Holds when ours is below the paper's by more
     than the spread, does not hold when above it by more; the spread: the largest over the K points of the sample
     std over seeds (two seeds or more) or of the curve's last-half swing (one seed)."""
-    k_main = int((params.get("clustering") or {}).get("K", 10))
     out = []
     for (ds, c), recs in sorted(runs.items()):
         if c not in (2, 10):
@@ -160,15 +157,13 @@ def k_robustness(params: dict, runs: dict, paper: pd.DataFrame) -> list[tuple[st
         if not rows:
             continue
         widest = max(float(paper.loc[lab].max() - paper.loc[lab].min()) for lab in rows)
-        by_k: dict[int, dict] = {}
-        for r in recs:
-            for k, rec in k_points(r, k_main).items():
-                if cpu_profile.passed(rec) and not _degenerate(r, "hfldd", _classes(ds)):
-                    by_k.setdefault(k, {})[r["seed"]] = rec
+        judged = [r for r in recs if not _degenerate(r, "hfldd", _classes(ds))]
+        by_k = {k: kept for k, per_seed in k_records(judged, params).items()
+                if (kept := {s: rec for s, rec in per_seed.items() if cpu_profile.passed(rec)})}
         if len(by_k) < 3:
             continue
-        means = {k: mean_std([rec["acc_final"] for rec in v.values()])[0] for k, v in sorted(by_k.items())}
-        spreads = [statistics.stdev([rec["acc_final"] for rec in v.values()]) if len(v) > 1 else
+        means = {k: mean_std([rec["acc_final"] for rec in v.values()])[0] for k, v in by_k.items()}
+        spreads = [mean_std([rec["acc_final"] for rec in v.values()])[1] if len(v) > 1 else
                    (swing(late_half(accuracies(next(iter(v.values()))))) or 0.0) for v in by_k.values()]
         ours = max(means.values()) - min(means.values())
         d, spread = widest - ours, max(spreads)

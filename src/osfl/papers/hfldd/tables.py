@@ -59,11 +59,16 @@ def read_run(results_root: Path, name: str) -> dict:
             "clients": _read(root / "clients.json"), "ksweep": ksweep}
 
 
-def k_points(run: dict, k_main: int) -> dict[int, dict]:
-    """HFLDD's record per K of a run: its sweep points (stage ksweep@) and the main run (stage hfldd@) at its own
-    ``clustering.K``."""
-    main = run["rounds"].get("hfldd")
-    return {**run.get("ksweep", {}), **({k_main: main} if main else {})}
+def k_records(recs: list[dict], params: dict) -> dict[int, dict]:
+    """HFLDD's records of the runs ``recs`` (seeds of one dataset and C) per K, in K order: ``{K: {seed: record}}``,
+    the sweep's points (stage ksweep@) and the main run (stage hfldd@) at the params' ``clustering.K``."""
+    k_main = int((params.get("clustering") or {}).get("K", 10))
+    out: dict[int, dict] = {}
+    for r in recs:
+        main = r["rounds"].get("hfldd")
+        for k, rec in {**r.get("ksweep", {}), **({k_main: main} if main else {})}.items():
+            out.setdefault(k, {})[r["seed"]] = rec
+    return dict(sorted(out.items()))
 
 
 def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[dict]]:
@@ -205,25 +210,19 @@ def table4(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
     """The paper's K columns per (dataset, C) row; ours at every K that ran (the sweep's points and the main run at
     ``clustering.K``) beside the paper's there, with Δ. Numbers: ``{(dataset, C, K): {"mean", "paper", "seeds"}}``."""
     paper = load_published_table(art)
-    k_main = int((params.get("clustering") or {}).get("K", 10))
     rows, numbers = {}, {}
     for label in paper.index:
         rows[label] = {str(c): f"{MARKDOWN_NA} / {float(paper.loc[label, c]):.1f}" for c in paper.columns}
     for (ds, c), recs in runs.items():
         label = f"{DATASET_LABELS.get(ds, ds)} (C = {c})"
-        by_k: dict[int, dict] = {}
-        older: dict[int, set] = {}  # K -> the profiles of records computed under another profile than params'
-        for r in recs:
-            for k, rec in k_points(r, k_main).items():
-                by_k.setdefault(k, {})[r["seed"]] = rec["acc_final"]
-                if rec.get("profile") not in (None, params.get("profile")):
-                    older.setdefault(k, set()).add(rec["profile"])
-        for k, per_seed in sorted(by_k.items()):
-            vals = list(per_seed.values())
+        for k, per_seed in k_records(recs, params).items():
+            vals = [rec["acc_final"] for rec in per_seed.values()]
+            # records computed under another profile than the params' (an older grid's) say so
+            older = sorted({rec.get("profile") for rec in per_seed.values()} - {None, params.get("profile")})
             row = rows.setdefault(label, {str(col): MARKDOWN_NA for col in paper.columns})
             p = float(paper.loc[label, str(k)]) if label in paper.index and str(k) in paper.columns else float("nan")
             ours = (format_spread(vals) if len(vals) > 1 else f"{vals[0]:.2f}") + (
-                f" (profile {', '.join(sorted(older[k]))})" if k in older else "")
+                f" (profile {', '.join(older)})" if older else "")
             row[str(k)] = (f"{ours} / {MARKDOWN_NA}" if math.isnan(p) else
                            f"{ours} / {p:.1f} ({mean_std(vals)[0] - p:+.2f})")
             numbers[(ds, c, k)] = {"mean": mean_std(vals)[0], "paper": p, "seeds": sorted(per_seed)}
