@@ -96,3 +96,21 @@ def test_a_method_added_as_one_params_line_gets_its_row(benchmark_repo):
     assert (reports / "figure.png").is_file() and json.loads((reports / "status.json").read_text())["table"].startswith(
         "3 cells run")
     assert "up to date" in sh("dvc", "status", cwd=work / SUB).stdout
+
+
+def test_the_client_number_table_reads_the_sweep_runs(tmp_path):
+    """nclients: the runs <run>-n<N> on the first split beside the main grid's (N = clients), ranked per N
+    (Dir(0.7): a split no paper prints, so no ordering needs the papers' tables)."""
+    params = {"datasets": ["fmnist"], "splits": ["dir0.7", "dir0.1"], "seeds": [0], "clients": 5, "model": "cnn2",
+              "columns": [{"id": "fedavg", "method": "fedavg"}, {"id": "dense", "method": "dense"}]}
+    results = tmp_path / "papers" / "benchmark" / "results"
+    for run, accs in (("fmnist-dir0.7-s0", (70.0, 60.0)), ("fmnist-dir0.7-s0-n20", (40.0, 55.0)),
+                      ("fmnist-dir0.1-s0-n10", (1.0, 2.0))):  # another split's sweep run: not read
+        (results / run / "runs").mkdir(parents=True)
+        for i, acc in zip(("fedavg", "dense"), accs):
+            (results / run / "runs" / f"{i}.json").write_text(json.dumps({"acc_final": acc, "server_seconds": 1.0}))
+    out = tmp_path / "reports"
+    benchmark.render(params, results, tmp_path, out)
+    table = (out / "nclients.md").read_text()
+    assert "| fedavg | 70.00 (#1) | 40.00 (#2) | 1.50 |" in table and "N=10" not in table
+    assert json.loads((out / "status.json").read_text())["nclients"] == "4 cells run"

@@ -90,3 +90,6 @@ def test_the_benchmark_section_shows_its_table_or_says_it_has_not_run(tmp_path):
     (bench / "reports" / "discussion.txt").write_text("Dir(0.5): ours a > b.\n")
     text = "\n".join(book.benchmark_section(bench, tmp_path))
     assert r"\begin{tabular}{lr}" in text and r"\item Dir(0.5): ours a > b." in text
+    assert text.count(r"\begin{tabular}") == 1
+    (bench / "reports" / "nclients.tex").write_text(TABLE)  # the client-number sweep's table, when it ran
+    assert "\n".join(book.benchmark_section(bench, tmp_path)).count(r"\begin{tabular}") == 2

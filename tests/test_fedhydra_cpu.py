@@ -66,3 +66,36 @@ def test_the_committed_report_carries_the_benchmark_cells():
     _, runs = cpu.benchmark_runs(ROOT / "papers" / "benchmark")
     _, numbers = cpu.cells(runs, ARTS)
     assert status[cpu.STEM].startswith(f"{len(numbers)} of 30 Fashion-MNIST cells") and len(numbers) >= 18
+
+
+def test_client_number_rows_and_the_two_checks(tmp_path):
+    """Tables 4/7 on Fashion-MNIST from the benchmark's runs <run>-n<K> (K = 5: the main grid's run): a row per K,
+    FedHydra best per row and FedAvg falling with K judged by the spread rule; a failed run left out and named."""
+    accs = {("dir0.5", "fedhydra", 0): 70.0, ("dir0.5", "fedhydra", 1): 72.0,
+            ("dir0.5", "fedavg", 0): 75.0, ("dir0.5", "fedavg", 1): 76.0}
+    bench = _bench(tmp_path, accs)
+    for (k, m, seed), acc, failed in ((10, "fedhydra", 0), 66.0, False), ((10, "fedhydra", 1), 68.0, False), \
+            ((10, "fedavg", 0), 50.0, False), ((10, "fedavg", 1), 52.0, False), ((10, "dense", 0), 12.0, True):
+        f = bench / "results" / f"fmnist-dir0.5-s{seed}-n{k}" / "runs" / f"{m}.json"
+        f.parent.mkdir(parents=True, exist_ok=True)
+        rec = {"acc_final": acc}
+        if failed:
+            rec["guards"] = {"server_gain_min": {"floor": 15.0, "value": acc, "passed": False}}
+        f.write_text(json.dumps(rec))
+    (bench / "results" / "fmnist-dir0.3-s0-n40").mkdir(parents=True)  # another split: not the sweep's
+    files, state, claims = cpu.k_table(bench, tmp_path / "reports")
+    md = (tmp_path / "reports" / "table04_cpu.md").read_text()
+    row = {line.split(" | ")[0].strip("| "): line for line in md.splitlines() if line.startswith("| ")}
+    assert set(row) >= {"5", "10"} and "40" not in row
+    assert "71.00 ± 1.41 (n=2)" in row["5"] and "51.00 ± 1.41 (n=2)" in row["10"]
+    assert "— [failed its regime guard: s0 12.00]" in row["10"]
+    assert state.startswith("4 cells at K = 5, 10") and "seeds 0, 1" in state
+    best, falls = claims
+    # K = 5: FedHydra 71 below FedAvg 75.5 beyond the spread; K = 10: 67 above 51
+    assert best["verdict"] == "does not hold" and "K=10: holds" in best["evidence"]
+    assert falls["verdict"] == "holds" and "FedAvg at K=5 75.50" in falls["evidence"]
+
+
+def test_no_client_number_table_without_sweep_runs(tmp_path):
+    bench = _bench(tmp_path, {("dir0.5", "fedhydra", 0): 70.0})
+    assert cpu.k_table(bench, tmp_path / "reports") == ([], "", [])

@@ -239,6 +239,8 @@ def benchmark_section(folder: Path, build: Path) -> list[str]:
         return lines + [escape_latex("No run of papers/benchmark/ yet (`cd papers/benchmark && dvc repro`): every "
                                      "one-shot method on the same partitions will come here.")]
     lines.append(_table((reports / "table.tex").read_text(encoding="utf-8")) or "")
+    if (reports / "nclients.tex").is_file():  # the client-number sweep on the first split
+        lines.append(_table((reports / "nclients.tex").read_text(encoding="utf-8")) or "")
     if (reports / "figure.pdf").is_file():
         lines += _figure(reports / "figure.pdf", build / "benchmark-figure.pdf",
                          f"Accuracy against the server's seconds. {status.get('figure', '')}", "0.45")

@@ -3,6 +3,7 @@
 * ``run_name``: a run's folder name, ``<dataset>-<split>-s<seed>``.
 * ``read_runs``: the run records ``results/<run>/runs/<id>.json`` of a list of entries (columns, variants) over the
   params file's datasets, splits and seeds.
+* ``read_sweep``: the same for the runs ``<run>-n<N>`` of a client-number sweep found on disk, by N.
 * ``vs_paper``: one cell, ``ours mean ± std (n) / paper ± std (our mean − the paper's)``.
 * ``compare_rows``: rows of the runs' datasets and splits, each entry in the paper's column it names.
 * ``write_status``: a paper's README.md, each artifact's state and the claim verdicts (:class:`.spread.Verdict`).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -46,6 +48,30 @@ def read_runs(results_root: Path, params: dict, entries: list[dict] | None = Non
                     if f.is_file():
                         cols.setdefault(col["id"], []).append({**json.loads(f.read_text()), "seed": seed})
             out[(ds, split)] = cols
+    return out
+
+
+def read_sweep(results_root: Path, params: dict, entries: list[dict] | None = None,
+               datasets: list[str] | None = None, *, base: int | None = None,
+               key: str = "n") -> dict[tuple[str, int], dict[str, list[dict]]]:
+    """``{(dataset, N): {entry id: [run record per seed that ran]}}`` on the first split of ``splits``: the runs
+    ``<run>-<key><N>`` found under ``results_root`` (their N are in the stage matrix, not in the params file), N
+    ascending, and the main grid's runs as N = ``base`` (its ``clients``) when given; a dataset without a sweep run
+    is left out."""
+    splits = params.get("splits") or []
+    if not splits:
+        return {}
+    one = {**params, "splits": splits[:1]}
+    out: dict = {}
+    for ds in (params.get("datasets") or []) if datasets is None else datasets:
+        pat = re.compile(rf"{re.escape(ds)}-{re.escape(str(splits[0]))}-s[^/]+-{re.escape(key)}(\d+)")
+        found = {int(m.group(1)) for p in Path(results_root).glob(f"{ds}-*") if (m := pat.fullmatch(p.name))}
+        if not found:
+            continue
+        ns = sorted(found | ({int(base)} if base is not None else set()))
+        for n in ns:
+            suffix = "" if base is not None and n == int(base) else f"-{key}{n}"
+            out[(ds, n)] = read_runs(results_root, one, entries, [ds], suffix=suffix)[(ds, splits[0])]
     return out
 
 

@@ -7,6 +7,11 @@ Table 1 and Table 2 cells at that profile: they are read from there (the shared 
 :func:`osfl.reporting.runs.read_runs`) instead of being trained a second time. ``table01_cpu`` sets them beside the
 paper's numbers, counts the cells within 3 and 10 points of it and judges the paper's headline claim (FedHydra best
 in every column) by the spread rule over the seeds. A split the benchmark's params do not list is "not run".
+
+``table04_cpu`` does the same for Tables 4 and 7 (the client number K at α = 0.5; the paper: SVHN and CIFAR-10,
+neither obtainable here) on Fashion-MNIST in their place: the benchmark's runs with N clients on its first split
+(Dir(0.5)), K = 5 being the Table 1 run. No paper number is set beside them (another dataset); the paper's two
+checks are judged: FedHydra best in every row, and FedAvg falling as K grows.
 """
 from __future__ import annotations
 
@@ -17,10 +22,10 @@ import pandas as pd
 from ... import cpu_profile
 from ...config import load_params
 from ...reporting.published import Artifact, load_published_table
-from ...reporting.runs import read_runs, split_by_guards, vs_paper
-from ...reporting.spread import NOT_RUN, Side, Verdict, above_all, every, mean_std
+from ...reporting.runs import read_runs, read_sweep, split_by_guards, vs_paper
+from ...reporting.spread import NOT_RUN, Side, Verdict, above_all, compare, every, format_spread, mean_std
 from ...reporting.tables import write_table
-from .runs import METHODS
+from .runs import METHODS, SHORT
 
 #: our split -> (the published table, its Fashion-MNIST column)
 COLUMNS = {"dir0.5": ("table01", "FashionMNIST alpha=0.5"), "dir0.3": ("table01", "FashionMNIST alpha=0.3"),
@@ -29,15 +34,20 @@ COLUMNS = {"dir0.5": ("table01", "FashionMNIST alpha=0.5"), "dir0.3": ("table01"
 HEADERS = {"dir0.5": "T1 α=0.5", "dir0.3": "T1 α=0.3", "dir0.1": "T1 α=0.1", "dir0.01": "T1 α=0.01",
            "2cc": "T2 2c/c"}
 STEM = "table01_cpu"
+K_STEM = "table04_cpu"
 BENCHMARK = "papers/benchmark"
+
+
+def _entries(params: dict) -> list[dict]:
+    """The benchmark's columns that are FedHydra's methods (the id is the bare method)."""
+    return [c for c in params.get("columns") or [] if c["id"] in METHODS and c["id"] == c["method"]]
 
 
 def benchmark_runs(bench: Path) -> tuple[dict, dict]:
     """(the benchmark's params, ``{split: {method: [run record per seed]}}``) for FedHydra's methods on
-    Fashion-MNIST (the benchmark's columns whose id is the bare method)."""
+    Fashion-MNIST."""
     params = load_params(bench / "params.yaml")
-    entries = [c for c in params.get("columns") or [] if c["id"] in METHODS and c["id"] == c["method"]]
-    runs = read_runs(bench / "results", params, entries, ["fmnist"])
+    runs = read_runs(bench / "results", params, _entries(params), ["fmnist"])
     return params, {split: by_id for (_, split), by_id in runs.items()}
 
 
@@ -106,3 +116,60 @@ def cpu_table(bench: Path, arts: list[Artifact], out: Path) -> tuple[list[Path],
     files = write_table(df, out / STEM, caption, f"tab:{STEM}", notes=notes)
     claim, verdict = best_claim(numbers)
     return files, state, [verdict.record(artifact=STEM, claim=claim)], metrics
+
+
+def k_cells(sweep: dict) -> tuple[pd.DataFrame, dict]:
+    """Table 4/7's layout (a row per K, a column per method: ours mean ± std (n), runs that failed a guard left out
+    and named) from ``{K: {method: [run record per seed]}}``, and ``{(K, method): {seed: final accuracy}}``."""
+    rows, numbers = {}, {}
+    for k, by_m in sweep.items():
+        for m, label in SHORT.items():
+            recs = by_m.get(m, [])
+            good, note = split_by_guards(recs)
+            rows.setdefault(str(k), {})[label] = (format_spread([r["acc_final"] for r in good]) if good else "—") + note
+            if good:
+                numbers[(k, m)] = {r["seed"]: r["acc_final"] for r in good}
+    df = pd.DataFrame.from_dict(rows, orient="index", columns=list(SHORT.values()), dtype=object)
+    df.index.name = "Client K"
+    return df, numbers
+
+
+def k_claims(numbers: dict) -> list[dict]:
+    """The paper's checks of Tables 4 and 7 on our rows: FedHydra above every baseline in each row, and FedAvg at
+    the largest K below FedAvg at the smallest (SVHN: 65.50 at K = 5, 23.69 at K = 100), by the spread rule."""
+    ks = sorted({k for k, _ in numbers})
+    parts = []
+    for k in ks:
+        if (k, "fedhydra") in numbers:
+            rivals = [Side(SHORT[m], numbers[(k, m)]) for m in SHORT if m != "fedhydra" and (k, m) in numbers]
+            parts.append((f"K={k}", above_all(Side("FedHydra", numbers[(k, "fedhydra")]), rivals)))
+    where = "(Fashion-MNIST in place of SVHN / CIFAR-10, cpu profile, benchmark runs)"
+    best = every(parts) if parts else Verdict(NOT_RUN, "FedHydra has no run of the sweep")
+    fedavg = [k for k in ks if (k, "fedavg") in numbers]
+    falls = (compare(Side(f"FedAvg at K={fedavg[0]}", numbers[(fedavg[0], "fedavg")]),
+                     Side(f"FedAvg at K={fedavg[-1]}", numbers[(fedavg[-1], "fedavg")]))
+             if len(fedavg) > 1 else Verdict(NOT_RUN, "FedAvg ran at fewer than two K"))
+    return [best.record(artifact=K_STEM, claim=f"FedHydra is the best server method at every client number K {where}"),
+            falls.record(artifact=K_STEM, claim=f"FedAvg falls as the client number K grows {where}")]
+
+
+def k_table(bench: Path, out: Path) -> tuple[list[Path], str, list[dict]]:
+    """Write ``table04_cpu`` (.tex, .md) from the benchmark's client-number runs under ``bench``; returns (files,
+    the README's state of it, the claim records). Nothing is written where no sweep run exists."""
+    if not (bench / "params.yaml").is_file():
+        return [], "", []
+    params = load_params(bench / "params.yaml")
+    sweep = {k: by_m for (_, k), by_m in read_sweep(bench / "results", params, _entries(params), ["fmnist"],
+                                                    base=params.get("clients")).items()}
+    df, numbers = k_cells(sweep)
+    if not numbers:
+        return [], "", []
+    seeds = sorted({s for v in numbers.values() for s in v})
+    state = (f"{len(numbers)} cells at K = {', '.join(map(str, sweep))} from {BENCHMARK}'s runs (seeds "
+             f"{', '.join(map(str, seeds))}; Fashion-MNIST in place of SVHN / CIFAR-10)")
+    caption = ("Tables 4 and 7 (client number K, α = 0.5; the paper: SVHN and CIFAR-10) on Fashion-MNIST in their "
+               "place, at the cpu profile: ours only (final accuracy, mean ± sample std over n seeds; another dataset, "
+               "so no paper number beside it). K = 5 is Table 1's run; the runs are the cross-paper benchmark's "
+               f"({BENCHMARK}/, stages nclients_*@), not trained again here.")
+    files = write_table(df, out / K_STEM, caption, f"tab:{K_STEM}", notes=f"{state}. {cpu_profile.describe(params)}")
+    return files, state, k_claims(numbers)

@@ -22,7 +22,7 @@ from .figures import (
     figure_synthetic, figure_timing,
 )
 from .claims import claims, local_curve_claims, paper_profile_claims, row_claims
-from .cpu import BENCHMARK, STEM as CPU_STEM, cpu_table
+from .cpu import BENCHMARK, K_STEM, STEM as CPU_STEM, cpu_table, k_table
 
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
            published_root: str = "published", paper_results_root: Path | None = None,
@@ -93,6 +93,11 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     if cpu_files:
         written += cpu_files
         status[CPU_STEM] = cpu_state
+    k_files, k_state, k_verdicts = k_table(bench, out)  # Tables 4 and 7 on Fashion-MNIST, the same benchmark
+    if k_files:
+        written += k_files
+        status[K_STEM] = k_state
+        cpu_claims = cpu_claims + k_verdicts
     written += figure_curves("fmnist", runs, out / "figure03", "Fig. 3: FashionMNIST, test accuracy vs epoch")
     written += figure_curves("cifar10", runs, out / "figure04", "Fig. 4: CIFAR10, test accuracy vs epoch")
     ms_files, ms_label, U_r = figure_ms(runs, out / "figure05")
