@@ -18,7 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 STORE = ROOT / "dvc-store"
-CAP_BYTES = 34 * 2**20  # README, "Remote storage": the shipped store stays under 34 MiB (32 until the benchmark's 2cc runs)
+CAP_BYTES = 40 * 2**20  # README, "Remote storage": the shipped store stays under 40 MiB (34 until the benchmark's Dir(0.01) runs)
 PROJECTS = [ROOT] + sorted(p.parent.parent for p in (ROOT / "papers").glob("*/.dvc/config"))
 NOT_SHIPPED = {  # (project, stage): why its cached outputs are not in dvc-store/
     ("papers/fedhydra", "prepare@fmnist"): "Fashion-MNIST arrays (54 MB) from the Debian package dataset-fashion-mnist",
