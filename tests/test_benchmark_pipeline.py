@@ -80,6 +80,8 @@ def benchmark_repo(tmp_path_factory, repo_root):
         params["columns"] = [c for c in params["columns"] if c["id"] in ("fedavg", "dense")] + [
             {"id": "fedavg-uniform", "method": "fedavg", "tag": "uniform", "paper": "made up",
              "set": "server.fedavg.weighting=uniform"}]
+        dvc_yaml = work / SUB / "dvc.yaml"  # FedHydra's Tables 4/7: one client number N (the stages are per N)
+        dvc_yaml.write_text(dvc_yaml.read_text().replace("- nclients: [10, 20]", "- nclients: [3]"))
     out = sh("dvc", "repro", cwd=work / SUB)
     return work, params, out
 
@@ -96,6 +98,10 @@ def test_a_method_added_as_one_params_line_gets_its_row(benchmark_repo):
     assert (reports / "figure.png").is_file() and json.loads((reports / "status.json").read_text())["table"].startswith(
         "3 cells run")
     assert "up to date" in sh("dvc", "status", cwd=work / SUB).stdout
+    # the client-number sweep: its own partition of 3 clients, whose runs read them
+    sweep = work / SUB / "results" / "fmnist-dir0.5-s0-n3"
+    assert len(json.loads((sweep / "clients.json").read_text())["per_client"]) == 3
+    assert {p.stem for p in (sweep / "runs").glob("*.json")} == {c["id"] for c in params["columns"]}
 
 
 def test_the_client_number_table_reads_the_sweep_runs(tmp_path):

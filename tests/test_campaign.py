@@ -7,7 +7,7 @@ import pytest
 import yaml
 from helpers import sh
 
-from osfl.campaign import is_done, land, load_queue, plan, run
+from osfl.campaign import Step, is_done, land, load_queue, plan, run
 from osfl.campaign.__main__ import main
 from osfl.errors import ConfigError
 
@@ -88,3 +88,33 @@ def test_bad_queues_fail_in_one_line(repo, tmp_path):
         with pytest.raises(ConfigError, match=match):
             plan(repo, load_queue(bad), 1.0)
     assert main(["plan", str(bad), "--minutes", "0", "--root", str(repo)]) == 2
+
+
+def test_a_step_waits_for_the_steps_whose_outputs_it_reads(repo, tmp_path):
+    """Packed steps keep the pipeline's order: the servers start once the clients' stage finished (its seconds before
+    theirs), and a step whose upstream was stopped at the deadline is skipped, not run on missing inputs."""
+    chain = {"stages": {
+        "clients": {"frozen": True, "deps": ["in.txt"], "outs": ["clients"],
+                    "cmd": "sleep 2 && mkdir -p clients && cp in.txt clients/w.txt && date +%s.%N > t_clients"},
+        "server": {"frozen": True, "deps": ["clients"], "outs": ["server.txt"],
+                   "cmd": "date +%s.%N > t_server && cat clients/w.txt > server.txt"},
+        "slow": {"cmd": "sleep 60 && echo late > slow.txt", "outs": ["slow.txt"]},
+        "after_slow": {"deps": ["slow.txt"], "cmd": "cp slow.txt again.txt", "outs": ["again.txt"]},
+    }}
+    (repo / "proj" / "dvc.yaml").write_text(yaml.safe_dump(chain, sort_keys=False))
+    queue = [Step("proj", "server", 0.01), Step("proj", "clients", 0.01), Step("proj", "slow", 0.01),
+             Step("proj", "after_slow", 0.01)]
+    got = {o.step.stage: o for o in run(repo, queue, 0.1, tmp_path / "out", pack=3, progress=lambda _: None)}
+    assert got["clients"].state == got["server"].state == "finished", got
+    assert float((repo / "proj" / "t_server").read_text()) >= float((repo / "proj" / "t_clients").read_text())
+    assert got["slow"].state == "stopped"
+    assert got["after_slow"].state == "skipped" and "proj:slow" in got["after_slow"].detail
+
+
+def test_a_cached_output_git_tracks_fails_before_anything_runs(repo, tmp_path):
+    """DVC refuses to commit a cached output that git tracks, after the stage ran: the campaign says so first."""
+    (repo / "proj" / "model.bin").write_text("an older stage's file, tracked by git")
+    sh("git", "add", "-f", "proj/model.bin", cwd=repo)
+    with pytest.raises(ConfigError, match=r"^outs: proj/model.bin is tracked by git.*git rm -r --cached proj/model"):
+        run(repo, load_queue(repo / "queue.yaml")[:1], 1.0, tmp_path / "out", progress=lambda _: None)
+    assert not (repo / "proj" / "record.json").exists()  # nothing ran

@@ -49,7 +49,7 @@ def corners(p: dict) -> dict:
     p["multiround"].update(datasets=["fmnist"], splits=["dir0.01"], methods=["fedavg"])
     p["localcurve"].update(datasets=["fmnist"], split="dir0.3")
     p["timing"].update(datasets=["fmnist"], runs=[2])
-    p["paper_columns"] = {"a": {"dataset": "fmnist", "split": "dir0.5"}, "b": {"dataset": "mnist", "split": "2cc"}}
+    p["paper_columns"] = {"datasets": ["fmnist", "mnist"], "splits": ["dir0.5", "2cc"], "methods": ["fedavg", "dense"]}
     p["variants"] = {"fedhydra_literal": ["dir0.01"], "dense_code": []}
     p["spread"] = {"splits": ["dir0.1"], "seeds": [3]}
     return p
@@ -92,7 +92,7 @@ def materialise(paths: list[str], results: Path) -> None:
 @pytest.mark.parametrize("variant", ["committed", "every_family", "corners"])
 def test_expected_results_match_dvc_yaml(repo_root, tmp_path, variant):
     """expected_results(params) is exactly what DVC's resolution of dvc.yaml writes under results/fedhydra/ (each
-    output read back with render's own file reader), and expected_paper_runs the paper_column stage's folders."""
+    output read back with render's own file reader), and expected_paper_runs the paper_train/paper_server stages' folders."""
     params = committed_params(repo_root)
     params = {"committed": lambda p: p, "every_family": every_family, "corners": corners}[variant](params)
     outs = dvc_outputs(repo_root, copy.deepcopy(params), tmp_path / "repo")
@@ -138,7 +138,7 @@ def test_expected_results_match_dvc_yaml(repo_root, tmp_path, variant):
         assert expected["fmnist-dir0.3"] == {"local_curve"} and expected["fmnist-dir0.1-hetero"] == {"clients"}
         assert expected["fmnist-dir0.01"] == {"rounds/fedavg", "fedhydra-literal"}
         assert expected["fmnist-dir0.1-s3"] == {"partition", "clients", "fedavg", "fedhydra"}
-        assert paper == {"fmnist-dir0.5", "mnist-2cc"}
+        assert paper == {"fmnist-dir0.5", "fmnist-2cc", "mnist-dir0.5", "mnist-2cc"}  # datasets x splits
 
 
 def test_committed_results_are_all_current(repo_root):
@@ -179,7 +179,7 @@ def test_render_leaves_out_and_lists_stale_results(repo_root, tmp_path, capsys):
     params = committed_params(repo_root)
     params.update(splits=["dir0.5", "2cc"], methods=["fedavg", "dense", "fedhydra"],
                   lambdas=[lam for lam in params["lambdas"] if lam["tag"] == "l0.5-1"])
-    params["paper_columns"] = {}
+    params["paper_columns"] = {"datasets": [], "splits": [], "methods": []}
     results = tmp_path / "fedhydra"
     # current: the Dir(0.5) run (fmnist-2cc is expected but missing: shown as not run)
     _write_run(results, "fmnist-dir0.5", {"fedavg": 61.0, "dense": 55.0, "fedhydra": 57.0, "fedhydra-ae": 52.0,

@@ -44,7 +44,7 @@ def fedhydra_repo(tmp_path_factory, repo_root):
         params["rounds"] = {"T": 2, "local_epochs": 50}
         params["timing"].update(datasets=["cifar10"], runs=[1])
         params["localcurve"].update(datasets=["cifar10"], split="dir0.5", epochs=200, every=100)
-        params["paper_columns"] = {}  # GPU-sized: never in CI
+        params["paper_columns"] = {"datasets": [], "splits": [], "methods": []}  # GPU-sized: never in CI
         # no second seed: its stages are Table 1's with seed=1 (their grid: test_full_paper_grid_resolves), and
         # the mean ± std cells over seeds are rendered from made-up runs in test_fedhydra_spread.py
         params["spread"] = {"splits": ["dir0.5"], "seeds": []}
@@ -65,7 +65,7 @@ def test_render_writes_every_table_and_figure(fedhydra_repo):
         for ext in ("png", "pdf"):
             assert (rep / f"{fig}.{ext}").stat().st_size > 0, (fig, ext)
     readme = (rep / "README.md").read_text()
-    # the committed paper-profile results are on disk, but `paper_columns: {}` here: not current, so not rendered
+    # the committed paper-profile results are on disk, but no `paper_columns` here: not current, so not rendered
     assert not (rep / "table01_paper_profile.md").exists()
     assert "## Not rendered" in readme and "paper/fmnist-dir0.5" in readme
     assert all(f"table{i:02d}" in readme for i in range(1, 19)) and all(f in readme for f in FIGURES)
@@ -181,7 +181,7 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
         params["multiround"]["datasets"] = ["cifar10", "svhn"]
         params["localcurve"]["datasets"] = ["cifar10"]
         params["timing"]["datasets"] = ["cifar10"]
-        params["paper_columns"] = {}
+        params["paper_columns"] = {"datasets": [], "splits": [], "methods": []}
     ran, dot = dag(work / SUB)
     assert '"train@cifar10-dir0.5" -> "server@cifar10-dir0.5-fedhydra"' in dot
     n_ds, n_sp, n_m, n_lam = 4, len(params["splits"]), len(params["methods"]), len(params["lambdas"])
@@ -192,7 +192,7 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
         "hetero_train": 2 * len(h["splits"]), "hetero_server": 2 * len(h["splits"]) * len(h["methods"]),
         "ksweep_train": 2 * len(k["clients"]), "ksweep_server": 2 * len(k["clients"]) * len(k["methods"]),
         "rounds": 2 * len(r["splits"]) * len(r["methods"]), "local_curve": 1, "timing": 2 * len(params["timing"]["runs"]),
-        "render": 1, "paper_column": 0,
+        "render": 1, "paper_train": 0, "paper_server": 0,
         "literal": n_ds * len(params["variants"]["fedhydra_literal"]),
         "dense_code": n_ds * len(params["variants"]["dense_code"]),
         "spread_clients": n_ds * len(params["spread"]["splits"]) * len(params["spread"]["seeds"]),

@@ -53,7 +53,8 @@ def write_live_run(root: Path, run: str, accs: dict[str, float], reading: str | 
 
 def spread_params(repo_root: Path) -> dict:
     p = committed_params(repo_root)
-    p.update(splits=["dir0.5", "dir0.3"], methods=["fedavg", "dense", "fedhydra"], lambdas=[], paper_columns={},
+    p.update(splits=["dir0.5", "dir0.3"], methods=["fedavg", "dense", "fedhydra"], lambdas=[],
+             paper_columns={"datasets": [], "splits": [], "methods": []},
              spread={"splits": ["dir0.5"], "seeds": [1, 2]},
              variants={"fedhydra_literal": ["dir0.5"], "dense_code": ["dir0.5"]})
     return p

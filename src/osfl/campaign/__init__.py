@@ -5,7 +5,8 @@ machine, what finished packed into one archive, and that archive landed in the u
 
 * ``plan QUEUE --minutes M``: which steps of the queue are done, which fit in M minutes and which do not;
 * ``run QUEUE --minutes M --out DIR`` (on the lent machine, in its copy of the repository): runs the steps that are
-  not done in the queue's order, at most ``--pack`` at a time (several small stages share one GPU), each stage's own
+  not done in the queue's order, at most ``--pack`` at a time (several small stages share one GPU), a step only once
+  the queue's steps whose outputs it reads have finished (skipped if one did not), each stage's own
   ``cmd`` in its ``wdir`` (frozen stages too: paper-profile stages are frozen so that ``dvc repro`` never repeats
   GPU-hours by accident), stops what runs at the deadline, ``dvc commit``s each finished stage there and packs its
   outputs with its lock entry into ``DIR/campaign.tar.gz`` (outputs cached by DVC only up to ``--max-mib``: the rest
@@ -157,24 +158,42 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
             outcomes[step.key] = Outcome(step, "done", detail="its lock entry is current")
         else:
             todo.append(step)
+    resolved = _resolved(root, todo)
+    _refuse_git_tracked(root, resolved)
+    upstream = _upstream(resolved)
     running: dict[str, tuple[subprocess.Popen, float]] = {}
-    while todo or running:
+    exited: list[tuple[Step, float]] = []  # finished commands whose stage is still to be committed and packed
+
+    def start_ready() -> None:
+        """Start the next steps that fit and whose inputs are ready, up to ``pack`` running."""
         now = time.monotonic()
-        while todo and len(running) < max(1, pack):  # start the next steps that fit
-            step = todo.pop(0)
+        while todo and len(running) < max(1, pack):
+            lost = next((s for s in todo if any(u in outcomes and outcomes[u].state != "finished"
+                                                for u in upstream[s.key])), None)
+            if lost is not None:
+                todo.remove(lost)
+                up = ", ".join(u for u in upstream[lost.key] if outcomes.get(u) and outcomes[u].state != "finished")
+                outcomes[lost.key] = Outcome(lost, "skipped", detail=f"an upstream step did not finish: {up}")
+                progress(f"[campaign] {lost.key}: skipped ({outcomes[lost.key].detail})")
+                continue
+            step = next((s for s in todo if all(u in outcomes for u in upstream[s.key])), None)
+            if step is None:  # every step left waits for one that runs
+                return
+            todo.remove(step)
             if now + step.minutes * 60 > deadline:
                 outcomes[step.key] = Outcome(step, "skipped", detail=f"does not fit: {step.minutes:g} min, "
                                                                      f"{(deadline - now) / 60:.1f} left")
                 continue
-            repo, stage = _stage(root, step)
-            wdir, cmd = Path(stage.wdir), stage.cmd
-            repo.close()
+            wdir, cmd = Path(resolved[step.key]["wdir"]), resolved[step.key]["cmd"]
             log = open(out / "logs" / f"{step.stage.replace('@', '_')}.log", "w")
             proc = subprocess.Popen(cmd if isinstance(cmd, str) else " && ".join(cmd), shell=True, cwd=wdir,
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
             running[step.key] = (proc, now)
             progress(f"[campaign] started {step.key} (estimate {step.minutes:g} min)")
+
+    while todo or running or exited:
+        start_ready()
         for key, (proc, t0) in list(running.items()):
             step = next(s for s in queue if s.key == key)
             if proc.poll() is None and time.monotonic() < deadline:
@@ -189,15 +208,76 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
                 outcomes[key] = Outcome(step, "stopped", time.monotonic() - t0, "stopped at the deadline")
             elif proc.returncode != 0:
                 outcomes[key] = Outcome(step, "failed", time.monotonic() - t0, f"exit code {proc.returncode}")
-            else:
-                outcomes[key] = _collect(root, step, time.monotonic() - t0, max_mib)
+            else:  # its dependants may start now; the commit (seconds of DVC) comes after they did
+                outcomes[key] = Outcome(step, "finished", time.monotonic() - t0)
+                exited.append((step, time.monotonic() - t0))
             del running[key]
-            progress(f"[campaign] {key}: {outcomes[key].state} ({outcomes[key].seconds:.0f} s) {outcomes[key].detail}")
-        if running:
+            if outcomes[key].state != "finished":
+                progress(f"[campaign] {key}: {outcomes[key].state} ({outcomes[key].seconds:.0f} s) "
+                         f"{outcomes[key].detail}")
+        start_ready()
+        if exited:
+            step, seconds = exited.pop(0)
+            outcomes[step.key] = o = _collect(root, step, seconds, max_mib)
+            progress(f"[campaign] {step.key}: {o.state} ({o.seconds:.0f} s) {o.detail}")
+        elif running:
             time.sleep(0.5)
     result = [outcomes[s.key] for s in queue]
     _pack(root, out, result, minutes, time.monotonic() - start)
     return result
+
+
+def _resolved(root: Path, steps: list[Step]) -> dict[str, dict]:
+    """Step key -> its stage's ``cmd``, ``wdir``, ``deps`` and ``outs`` (absolute paths), one DVC resolution of each
+    project's dvc.yaml for all its steps (a paper's has a hundred stages: seconds each time)."""
+    from dvc.repo import Repo
+
+    out = {}
+    for project in dict.fromkeys(s.project for s in steps):
+        mine = {s.stage: s for s in steps if s.project == project}
+        if not (root / project / "dvc.yaml").is_file():
+            raise ConfigError("project", f"{project!r} has no dvc.yaml under {root}")
+        repo = Repo(str(root / project))
+        try:
+            for stage in repo.index.stages:
+                if stage.name in mine:
+                    out[mine[stage.name].key] = {"cmd": stage.cmd, "wdir": stage.wdir,
+                                                 "deps": [d.fs_path for d in stage.deps],
+                                                 "outs": [o.fs_path for o in stage.outs],
+                                                 "cached": [o.fs_path for o in stage.outs if o.use_cache]}
+        finally:
+            repo.close()
+        for name in mine:
+            if mine[name].key not in out:
+                raise ConfigError("stage", f"{name!r} is not a stage of {project}/dvc.yaml")
+    return out
+
+
+def _refuse_git_tracked(root: Path, resolved: dict[str, dict]) -> None:
+    """Fail before any GPU second is spent when a step's cached output is tracked by git there: ``dvc commit`` refuses
+    it after the stage ran (a slot once lost its first call so: an older stage had those files git-tracked)."""
+    cached = [Path(p) for v in resolved.values() for p in v["cached"]]
+    if not cached or not (root / ".git").exists():
+        return
+    listed = subprocess.run(["git", "ls-files", "--", *map(str, cached)], cwd=root, capture_output=True, text=True)
+    tracked = listed.stdout.splitlines()
+    if tracked:
+        first = next(rel for rel in (str(c.relative_to(root)) for c in cached)
+                     if any(t == rel or t.startswith(rel + "/") for t in tracked))
+        raise ConfigError("outs", f"{first} is tracked by git, and DVC will not commit a cached output git tracks: "
+                                  f"`git rm -r --cached {first}` (and commit) before the slot")
+
+
+def _upstream(resolved: dict[str, dict]) -> dict[str, set[str]]:
+    """Step key -> the keys of the other steps whose outputs it reads (a dependency path at, under or above one of
+    their output paths, as DVC resolves them): a step starts only once those finished, and is skipped if one did not."""
+    outs = {k: [Path(o) for o in v["outs"]] for k, v in resolved.items()}
+    deps = {k: [Path(d) for d in v["deps"]] for k, v in resolved.items()}
+
+    def overlap(a: Path, b: Path) -> bool:
+        return a == b or b in a.parents or a in b.parents
+
+    return {k: {o for o in outs if o != k and any(overlap(d, p) for d in deps[k] for p in outs[o])} for k in deps}
 
 
 def _collect(root: Path, step: Step, seconds: float, max_mib: float) -> Outcome:

@@ -235,9 +235,10 @@ def expected_results(params: dict) -> dict[str, set[str]]:
 
 
 def expected_paper_runs(params: dict) -> set[str]:
-    """Run folders under ``results/paper/`` that stage ``paper_column`` produces (one per entry of
-    ``paper_columns``; the whole folder is that stage's output)."""
-    return {f"{_interp(c['dataset'])}-{_interp(c['split'])}" for c in _items(params.get("paper_columns"))}
+    """Run folders under ``results/paper/`` that stages ``paper_train``/``paper_server`` produce: one per dataset and
+    split of ``paper_columns`` (``{datasets, splits, methods}``)."""
+    cols = params.get("paper_columns") or {}
+    return {f"{_interp(d)}-{_interp(s)}" for d in _items(cols.get("datasets")) for s in _items(cols.get("splits"))}
 
 
 def _lam_label(l1: float, l2: float) -> str:

@@ -162,6 +162,16 @@ def _same_reading(quick: Run | None, key: str, rec: dict) -> float:
     return float("nan")
 
 
+def _paper_devices(root: Path) -> dict:
+    """``{"train": {seconds, runtime}, "servers": {key: {seconds, runtime}}}`` of a paper-profile run: from each
+    stage's runtime record (``runtime/<clients|key>.json``), or the summary ``device.json`` older columns wrote."""
+    if (root / "device.json").exists():
+        return json.loads((root / "device.json").read_text())
+    records = {p.stem: json.loads(p.read_text()) for p in sorted((root / "runtime").glob("*.json"))}
+    info = {k: {"seconds": r.get("seconds"), "runtime": r.get("runtime")} for k, r in records.items()}
+    return {"train": info.pop("clients", {}), "servers": info}
+
+
 def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], arts, out_stem: Path,
                         quick_profile: str = "quick") -> list[Path]:
     """Table 1 column(s) run at the PAPER profile beside the quick-profile run of the same configuration and the
@@ -176,10 +186,8 @@ def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], 
     rows, devices = [], set()
     for name, run in paper_runs.items():
         col = f"{DATASETS.get(run.dataset, run.dataset)} alpha={run.split[3:]}"
-        dev = {}
-        if (Path(run.root) / "device.json").exists():
-            dev = json.loads((Path(run.root) / "device.json").read_text())
-            devices |= {_device_name(v) for v in [dev.get("train", {})] + list(dev.get("servers", {}).values())}
+        dev = _paper_devices(Path(run.root))
+        devices |= {_device_name(v) for v in [dev.get("train", {})] + list(dev.get("servers", {}).values()) if v}
         quick = quick_runs.get(name)
         for key in sorted(run.metrics, key=lambda k: (list(METHODS).index(k.split("-")[0]), k)):
             m = run.metrics[key]
@@ -203,7 +211,8 @@ def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], 
                "teacher (Fig. 7), saxc = SA logits x c (AMBIG-6), reset-epoch = generator re-initialised every "
                "epoch (AMBIG-5), pool = DENSE-style pool distillation (AMBIG-4), admask = disagreement mask "
                "(AMBIG-9), l1-0 = lambda2 = 0. Device: " + ", ".join(sorted(devices)) + "; server seconds were "
-               "measured with several runs sharing the GPU (gpu_slot.sh), so they are not a timing comparison.")
+               "measured with up to four stages sharing the GPU (python -m osfl.campaign --pack 4), so they are "
+               "not a timing comparison. Methods not listed did not fit in a GPU slot yet (campaign.yaml).")
     return write_table(df, out_stem, caption, "tab:fedhydra-paper-profile", precision=2)
 
 
