@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole command of one GPU slot, run from the repository root on the lent machine (`carry: [".gpu"]`):
-#   D=540 PROBE=150 bash papers/gpu_session.sh
+#   D=560 PROBE=150 bash papers/gpu_session.sh      (PROBE=0: no packing probe)
 # .gpu/ (git-ignored) holds whl/ (dvc, dvclive and their needs, which the machine lacks), fmnist.tar.xz (FedHydra's
-# data/prepared/fmnist, the bytes its stages hash) and probe/ (the quick run's clients of fmnist-dir0.5).
+# data/prepared/fmnist, the bytes its stages hash), probe/ (the quick run's clients of fmnist-dir0.5) and, where the
+# queue reads outputs landed earlier, outs/ (them at their paths, e.g. papers/fedhydra/models/paper/<run>/clients).
 # 1. the packing probe (PROBE seconds at most): FedDF, DENSE and Co-Boosting at the quick profile on those clients,
 #    one after another, then the three at once on the card (MPS on): the ratio of the two wall times (issue 41);
 # 2. the campaign (campaign.yaml) in what is left of D: paper-profile stages to a deadline, four at a time, each
@@ -21,11 +22,13 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 [[ -d .git ]] || { git init -q && git -c user.email=slot@osfl -c user.name=slot commit -q --allow-empty -m slot; }  # DVC, dvclive: a git work tree with a HEAD
 H=papers/fedhydra
 mkdir -p $H/data/prepared && tar xJf .gpu/fmnist.tar.xz -C $H/data/prepared || exit 1
+[[ -d .gpu/outs ]] && cp -r .gpu/outs/. .  # outputs of landed stages the queue reads, at their paths (the clients)
 nvidia-cuda-mps-control -d > "$OUT/mps.txt" 2>&1 < /dev/null && echo "MPS on"
 echo "setup: $(( $(date +%s) - T0 )) s"
 
 # 1. the packing probe
-( cd $H || exit 1
+( (( PROBE > 0 )) || exit 0  # PROBE=0: no probe, the whole slot for the campaign
+  cd $H || exit 1
   for e in probe-seq probe-pack; do
     mkdir -p models/$e data/partitions/$e && cp -r ../../.gpu/probe/clients models/$e/
     cp ../../.gpu/probe/partition.json data/partitions/$e/
