@@ -163,13 +163,15 @@ def _same_reading(quick: Run | None, key: str, rec: dict) -> float:
 
 
 def _paper_devices(root: Path) -> dict:
-    """``{"train": {seconds, runtime}, "servers": {key: {seconds, runtime}}}`` of a paper-profile run: from each
-    stage's runtime record (``runtime/<clients|key>.json``), or the summary ``device.json`` older columns wrote."""
+    """``{"train": {seconds, runtime}, "servers": {key: {seconds, runtime}}}`` of a paper-profile run, from the
+    git-tracked run records (``runs/<key>.json``: evaluate copies the server's seconds and runtime into them; the
+    runtime records themselves are cached outputs a fresh clone may lack), or the summary ``device.json`` older
+    columns wrote."""
     if (root / "device.json").exists():
         return json.loads((root / "device.json").read_text())
-    records = {p.stem: json.loads(p.read_text()) for p in sorted((root / "runtime").glob("*.json"))}
-    info = {k: {"seconds": r.get("seconds"), "runtime": r.get("runtime")} for k, r in records.items()}
-    return {"train": info.pop("clients", {}), "servers": info}
+    runs = {p.stem: json.loads(p.read_text()) for p in sorted((root / "runs").glob("*.json"))}
+    return {"train": {}, "servers": {k: {"seconds": r.get("server_seconds"), "runtime": r.get("runtime")}
+                                     for k, r in runs.items()}}
 
 
 def paper_profile_table(paper_runs: dict[str, Run], quick_runs: dict[str, Run], arts, out_stem: Path,
