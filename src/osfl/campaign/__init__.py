@@ -88,34 +88,63 @@ def load_queue(path: Path) -> list[Step]:
     return out
 
 
-def _stage(root: Path, step: Step):
-    """The DVC stage object of a step (its cmd, wdir, deps, outs), resolved from dvc.yaml (foreach included)."""
-    from dvc.repo import Repo
+class _Projects:
+    """Each project's DVC repository loaded once (a paper's dvc.yaml has a hundred stages: seconds per load) and its
+    steps' stage objects resolved from it (foreach/matrix included), for every check the campaign makes: whether a
+    step's project and stage exist, whether its lock entry is current, its cmd, wdir, deps and outputs."""
 
-    project = root / step.project
-    if not (project / "dvc.yaml").is_file():
-        raise ConfigError("project", f"{step.project!r} has no dvc.yaml under {root}")
-    repo = Repo(str(project))
-    for stage in repo.index.stages:
-        if stage.name == step.stage:
-            return repo, stage
-    repo.close()
-    raise ConfigError("stage", f"{step.stage!r} is not a stage of {step.project}/dvc.yaml")
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self._repos: dict[str, object] = {}
+        self._stages: dict[str, dict] = {}
+
+    def __enter__(self) -> "_Projects":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for repo in self._repos.values():
+            repo.close()
+        self._repos.clear()
+
+    def stage(self, step: Step):
+        """The DVC stage object of a step; one-line errors for a missing project or stage."""
+        if step.project not in self._repos:
+            from dvc.repo import Repo
+
+            if not (self.root / step.project / "dvc.yaml").is_file():
+                raise ConfigError("project", f"{step.project!r} has no dvc.yaml under {self.root}")
+            self._repos[step.project] = repo = Repo(str(self.root / step.project))
+            self._stages[step.project] = {stage.name: stage for stage in repo.index.stages}
+        try:
+            return self._stages[step.project][step.stage]
+        except KeyError:
+            raise ConfigError("stage", f"{step.stage!r} is not a stage of {step.project}/dvc.yaml") from None
+
+    def info(self, step: Step) -> dict:
+        """The step's ``cmd``, ``wdir``, ``deps``, ``outs`` and ``cached`` outputs (absolute paths)."""
+        stage = self.stage(step)
+        return {"cmd": stage.cmd, "wdir": stage.wdir, "deps": [d.fs_path for d in stage.deps],
+                "outs": [o.fs_path for o in stage.outs], "cached": [o.fs_path for o in stage.outs if o.use_cache]}
+
+    def done(self, step: Step) -> bool:
+        """The stage has a lock entry and it matches its command, dependencies and outputs (frozen or not; cached
+        outputs may be missing here, as on a fresh clone that did not pull them)."""
+        stage = self.stage(step)
+        if not _lock_entry(self.root / step.project, step.stage):
+            return False
+        frozen = stage.frozen
+        stage.frozen = False  # in memory only: a frozen stage's dependencies are otherwise never compared
+        try:
+            with self._repos[step.project].lock:
+                return not stage.changed(allow_missing=True)
+        finally:
+            stage.frozen = frozen
 
 
 def is_done(root: Path, step: Step) -> bool:
-    """The stage has a lock entry and it matches its command, dependencies and outputs (frozen or not; cached
-    outputs may be missing here, as on a fresh clone that did not pull them)."""
-    repo, stage = _stage(root, step)
-    if not _lock_entry(root / step.project, step.stage):
-        repo.close()
-        return False
-    try:
-        stage.frozen = False  # in memory only: a frozen stage's dependencies are otherwise never compared
-        with repo.lock:
-            return not stage.changed(allow_missing=True)
-    finally:
-        repo.close()
+    """:meth:`_Projects.done` of one step."""
+    with _Projects(root) as projects:
+        return projects.done(step)
 
 
 def _dvc(project: Path, *args: str) -> subprocess.CompletedProcess:
@@ -133,8 +162,10 @@ def _files(path: Path) -> list[Path]:
 def plan(root: Path, queue: list[Step], minutes: float) -> list[tuple[Step, str]]:
     """(step, what happens to it): done, runs, or does not fit, in queue order (one at a time)."""
     left, out = minutes, []
+    with _Projects(root) as projects:
+        done = {step.key: projects.done(step) for step in queue}
     for step in queue:
-        if is_done(root, step):
+        if done[step.key]:
             out.append((step, "done"))
         elif step.minutes <= left:
             out.append((step, "runs"))
@@ -153,15 +184,16 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
     deadline = start + minutes * 60
     outcomes: dict[str, Outcome] = {}
     todo = []
-    for step in queue:
-        if is_done(root, step):
-            outcomes[step.key] = Outcome(step, "done", detail="its lock entry is current")
-        else:
-            todo.append(step)
-    resolved = _resolved(root, todo)
+    with _Projects(root) as projects:
+        for step in queue:
+            if projects.done(step):
+                outcomes[step.key] = Outcome(step, "done", detail="its lock entry is current")
+            else:
+                todo.append(step)
+        resolved = {step.key: projects.info(step) for step in todo}
     _refuse_git_tracked(root, resolved)
     upstream = _upstream(resolved)
-    running: dict[str, tuple[subprocess.Popen, float]] = {}
+    running: dict[str, tuple[subprocess.Popen, float, object]] = {}  # key -> (process, start, its log file)
     exited: list[tuple[Step, float]] = []  # finished commands whose stage is still to be committed and packed
 
     def start_ready() -> None:
@@ -189,12 +221,12 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
             proc = subprocess.Popen(cmd if isinstance(cmd, str) else " && ".join(cmd), shell=True, cwd=wdir,
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     start_new_session=True)
-            running[step.key] = (proc, now)
+            running[step.key] = (proc, now, log)
             progress(f"[campaign] started {step.key} (estimate {step.minutes:g} min)")
 
     while todo or running or exited:
         start_ready()
-        for key, (proc, t0) in list(running.items()):
+        for key, (proc, t0, log) in list(running.items()):
             step = next(s for s in queue if s.key == key)
             if proc.poll() is None and time.monotonic() < deadline:
                 continue
@@ -211,6 +243,7 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
             else:  # its dependants may start now; the commit (seconds of DVC) comes after they did
                 outcomes[key] = Outcome(step, "finished", time.monotonic() - t0)
                 exited.append((step, time.monotonic() - t0))
+            log.close()
             del running[key]
             if outcomes[key].state != "finished":
                 progress(f"[campaign] {key}: {outcomes[key].state} ({outcomes[key].seconds:.0f} s) "
@@ -218,39 +251,13 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
         start_ready()
         if exited:
             step, seconds = exited.pop(0)
-            outcomes[step.key] = o = _collect(root, step, seconds, max_mib)
+            outcomes[step.key] = o = _collect(root, step, resolved[step.key], seconds, max_mib)
             progress(f"[campaign] {step.key}: {o.state} ({o.seconds:.0f} s) {o.detail}")
         elif running:
             time.sleep(0.5)
     result = [outcomes[s.key] for s in queue]
     _pack(root, out, result, minutes, time.monotonic() - start)
     return result
-
-
-def _resolved(root: Path, steps: list[Step]) -> dict[str, dict]:
-    """Step key -> its stage's ``cmd``, ``wdir``, ``deps`` and ``outs`` (absolute paths), one DVC resolution of each
-    project's dvc.yaml for all its steps (a paper's has a hundred stages: seconds each time)."""
-    from dvc.repo import Repo
-
-    out = {}
-    for project in dict.fromkeys(s.project for s in steps):
-        mine = {s.stage: s for s in steps if s.project == project}
-        if not (root / project / "dvc.yaml").is_file():
-            raise ConfigError("project", f"{project!r} has no dvc.yaml under {root}")
-        repo = Repo(str(root / project))
-        try:
-            for stage in repo.index.stages:
-                if stage.name in mine:
-                    out[mine[stage.name].key] = {"cmd": stage.cmd, "wdir": stage.wdir,
-                                                 "deps": [d.fs_path for d in stage.deps],
-                                                 "outs": [o.fs_path for o in stage.outs],
-                                                 "cached": [o.fs_path for o in stage.outs if o.use_cache]}
-        finally:
-            repo.close()
-        for name in mine:
-            if mine[name].key not in out:
-                raise ConfigError("stage", f"{name!r} is not a stage of {project}/dvc.yaml")
-    return out
 
 
 def _refuse_git_tracked(root: Path, resolved: dict[str, dict]) -> None:
@@ -280,25 +287,23 @@ def _upstream(resolved: dict[str, dict]) -> dict[str, set[str]]:
     return {k: {o for o in outs if o != k and any(overlap(d, p) for d in deps[k] for p in outs[o])} for k in deps}
 
 
-def _collect(root: Path, step: Step, seconds: float, max_mib: float) -> Outcome:
-    """A finished stage: ``dvc commit`` on this machine writes its lock entry; its outputs join the archive, the
-    cached ones only while the archive stays under ``max_mib``."""
+def _collect(root: Path, step: Step, info: dict, seconds: float, max_mib: float) -> Outcome:
+    """A finished stage (``info``: :meth:`_Projects.info`): ``dvc commit`` on this machine writes its lock entry; its
+    outputs join the archive, the cached ones only while the archive stays under ``max_mib``."""
     project = root / step.project
     done = _dvc(project, "commit", "-f", step.stage)
     if done.returncode != 0:
         return Outcome(step, "failed", seconds, "dvc commit: " + (done.stderr.strip().splitlines() or ["?"])[-1])
-    repo, stage = _stage(root, step)
     files, behind, size = [], [], 0
-    for o in stage.outs:
-        paths = _files(Path(o.fs_path))
+    for out in info["outs"]:
+        paths = _files(Path(out))
         mib = sum(p.stat().st_size for p in paths) / 2**20
-        rel = str(Path(o.fs_path).relative_to(root))
-        if o.use_cache and size + mib > max_mib:
+        rel = str(Path(out).relative_to(root))
+        if out in info["cached"] and size + mib > max_mib:
             behind.append(rel)
             continue
         size += mib
         files += [str(p.relative_to(root)) for p in paths]
-    repo.close()
     return Outcome(step, "finished", seconds, "" if not behind else "cached outputs over the cap stay behind",
                    files, behind)
 
