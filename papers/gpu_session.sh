@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole command of one GPU slot, run from the repository root on the lent machine (`carry: [".gpu"]`):
-#   D=560 PROBE=150 bash papers/gpu_session.sh      (PROBE=0: no packing probe)
+#   D=560 PROBE=150 bash papers/gpu_session.sh      (PROBE=0: no packing probe; PACK=6: steps at a time, default 4)
 # .gpu/ (git-ignored) holds whl/ (dvc, dvclive and their needs, which the machine lacks), fmnist.tar.xz (FedHydra's
 # data/prepared/fmnist, the bytes its stages hash), probe/ (the quick run's clients of fmnist-dir0.5) and, where the
 # queue reads outputs landed earlier, outs/ (them at their paths, e.g. papers/fedhydra/models/paper/<run>/clients).
@@ -66,9 +66,9 @@ PY
   for m in feddf dense coboost; do tail -2 /tmp/probe-seq-$m.log; done ) 2>&1
 echo "probe done at $(( $(date +%s) - T0 )) s"
 
-# 2. the campaign in what is left (30 s kept for packing)
-mins=$(python -c "print(max(0.5, ($(left) - 30) / 60))")
-python -m osfl.campaign run "${QUEUE:-campaign.yaml}" --minutes "$mins" --out /tmp/camp --pack 4 --max-mib 12 2>&1
+# 2. the campaign in what is left (KEEP seconds, default 30, kept for packing)
+mins=$(python -c "print(max(0.5, ($(left) - ${KEEP:-30}) / 60))")
+python -m osfl.campaign run "${QUEUE:-campaign.yaml}" --minutes "$mins" --out /tmp/camp --pack "${PACK:-4}" --max-mib 12 2>&1
 cp /tmp/camp/campaign.tar.gz /tmp/camp/campaign.json "$OUT/" 2>/dev/null
 tar czf "$OUT/logs.tar.gz" -C /tmp camp/logs $(cd /tmp && ls probe-*.log) 2>/dev/null
 echo quit | nvidia-cuda-mps-control > /dev/null 2>&1
