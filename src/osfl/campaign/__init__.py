@@ -97,6 +97,7 @@ class _Projects:
         self.root = Path(root)
         self._repos: dict[str, object] = {}
         self._stages: dict[str, dict] = {}
+        self._locks: dict[str, dict] = {}  # project -> its dvc.lock's stages, read once with the repository
 
     def __enter__(self) -> "_Projects":
         return self
@@ -115,6 +116,7 @@ class _Projects:
                 raise ConfigError("project", f"{step.project!r} has no dvc.yaml under {self.root}")
             self._repos[step.project] = repo = Repo(str(self.root / step.project))
             self._stages[step.project] = {stage.name: stage for stage in repo.index.stages}
+            self._locks[step.project] = locked_stages(self.root / step.project)
         try:
             return self._stages[step.project][step.stage]
         except KeyError:
@@ -130,7 +132,7 @@ class _Projects:
         """The stage has a lock entry and it matches its command, dependencies and outputs (frozen or not; cached
         outputs may be missing here, as on a fresh clone that did not pull them)."""
         stage = self.stage(step)
-        if not _lock_entry(self.root / step.project, step.stage):
+        if not self._locks[step.project].get(step.stage):
             return False
         frozen = stage.frozen
         stage.frozen = False  # in memory only: a frozen stage's dependencies are otherwise never compared
