@@ -36,6 +36,7 @@ from pathlib import Path
 
 import yaml
 
+from . import machine
 from .lineage import locked_stages
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -205,6 +206,7 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
     checked next. Nothing that was there is lost."""
     lock_text = (project / "dvc.lock").read_text()
     recorded = _outs(locked_stages(project)[name])
+    ran_on = _recorded_runtime(project, recorded)
     staged = _staged(project)
     (project / ".dvc" / "tmp").mkdir(parents=True, exist_ok=True)
     aside = Path(tempfile.mkdtemp(prefix="verify-", dir=project / ".dvc" / "tmp"))  # same file system: renames
@@ -215,6 +217,8 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
     check = None
     try:
         check = _rerun(project, name, recorded, rtol, atol)
+        if check.status != "identical" and ran_on and machine.note(ran_on):
+            check.detail += f" [{machine.note(ran_on)}]"
         return check
     finally:
         (project / "dvc.lock").write_text(lock_text)
@@ -227,6 +231,18 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
                 if (aside / path).exists():
                     (aside / path).rename(project / path)
         shutil.rmtree(aside, ignore_errors=True)
+
+
+def _recorded_runtime(project: Path, recorded: dict[str, str]) -> dict:
+    """The runtime block of the stage's recorded run record (an output ``.../runtime/*.json``), or {}."""
+    for path in recorded:
+        p = project / path
+        if "runtime" in Path(path).parts and p.suffix == ".json" and p.is_file():
+            try:
+                return machine.runtime_of(json.loads(p.read_text()))
+            except ValueError:
+                return {}
+    return {}
 
 
 def _remove(path: Path) -> None:
@@ -284,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
                            text=True).stdout.strip()
     if dirty:
         p.error(f"project: {args.project}/dvc.lock has uncommitted changes; commit or restore them first")
-    from osfl.runtime import cpu_model
+    here = machine.this_machine()
 
     pats = [s.strip() for s in args.stages.split(",") if s.strip()]
     rng = random.Random(args.seed)
@@ -302,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         if not checks:
             print(f"verify {args.project}: {first[0]} of {first[1]} recorded stages can be checked now (more as their "
                   f"inputs are recomputed); re-running up to {args.sample}, drawn with seed {args.seed}, on "
-                  f"{cpu_model()}", flush=True)
+                  f"{here['cpu']} ({here['cpu_capability']})", flush=True)
         c = check_stage(project, rng.choice(sorted(pool)), args.rtol, args.atol)
         checks.append(c)
         print(f"  {c.status:16s} {c.stage} ({c.seconds:.0f} s): {c.detail}", flush=True)
