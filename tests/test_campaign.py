@@ -44,8 +44,11 @@ def test_a_slot_runs_what_fits_and_lands_what_finished(repo, tmp_path):
     lent = tmp_path / "lent"  # the lent machine's copy of the working tree
     shutil.copytree(repo, lent)
     queue = load_queue(repo / "queue.yaml")
-    assert [w for _, w in plan(repo, queue, 1.0)][:3] == ["runs", "runs", "runs"]
+    assert [w for _, w in plan(repo, queue, 1.0)][:3] == ["runs (0-0.01 min)", "runs (0.01-0.03 min)",
+                                                          "runs (0.03-0.04 min)"]
     assert plan(repo, queue, 1.0)[3][1] == "does not fit (60 min, 0.96 left)"
+    assert [w for _, w in plan(repo, queue, 1.0, pack=2)][:3] == ["runs (0-0.01 min)", "runs (0-0.02 min)",
+                                                                  "runs (0.01-0.02 min)"]
     out = tmp_path / "out"
     got = {o.step.stage: o for o in run(lent, queue, 0.12, out, pack=2, max_mib=1.0, progress=lambda _: None)}
     assert got["column"].state == "finished" and got["column"].files == ["proj/model.bin", "proj/record.json"]
@@ -65,6 +68,22 @@ def test_a_slot_runs_what_fits_and_lands_what_finished(repo, tmp_path):
     assert is_done(repo, queue[0]) and plan(repo, queue, 1.0)[0][1] == "done"
     (repo / "proj" / "in.txt").write_text("changed")
     assert not is_done(repo, queue[0])
+
+
+def test_plan_follows_the_queue_s_dependencies(tmp_path):
+    """A step that reads the outputs of one that does not fit is skipped, as `run` skips it."""
+    root = tmp_path / "home"
+    (root / "proj").mkdir(parents=True)
+    sh("git", "init", "-q", cwd=root)
+    sh("dvc", "init", "-q", "--subdir", cwd=root / "proj")
+    stages = {"clients": {"cmd": "echo c > c.txt", "outs": ["c.txt"]},
+              "server": {"cmd": "cat c.txt > s.txt", "deps": ["c.txt"], "outs": ["s.txt"]},
+              "other": {"cmd": "echo o > o.txt", "outs": ["o.txt"]}}
+    (root / "proj" / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False))
+    queue = [Step("proj", "clients", 5.0), Step("proj", "server", 1.0), Step("proj", "other", 1.0)]
+    assert [w for _, w in plan(root, queue, 3.0)] == [
+        "does not fit (5 min, 3 left)", "skipped (reads proj:clients, which does not run)", "runs (0-1 min)"]
+    assert [w for _, w in plan(root, queue, 9.0, pack=2)] == ["runs (0-5 min)", "runs (5-6 min)", "runs (0-1 min)"]
 
 
 def test_a_stage_whose_dependencies_differ_here_is_not_landed(repo, tmp_path):

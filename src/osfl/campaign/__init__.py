@@ -3,7 +3,8 @@ machine, what finished packed into one archive, and that archive landed in the u
 
 ``python -m osfl.campaign`` (see ``--help``):
 
-* ``plan QUEUE --minutes M``: which steps of the queue are done, which fit in M minutes and which do not;
+* ``plan QUEUE --minutes M [--pack N]``: which steps of the queue are done, which run when (``run``'s schedule, N at
+  a time, each taking its estimate), which do not fit and which are skipped for an upstream step that does not run;
 * ``run QUEUE --minutes M --out DIR`` (on the lent machine, in its copy of the repository): runs the steps that are
   not done in the queue's order, at most ``--pack`` at a time (several small stages share one GPU), a step only once
   the queue's steps whose outputs it reads have finished (skipped if one did not), each stage's own
@@ -161,20 +162,42 @@ def _files(path: Path) -> list[Path]:
     return [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
 
 
-def plan(root: Path, queue: list[Step], minutes: float) -> list[tuple[Step, str]]:
-    """(step, what happens to it): done, runs, or does not fit, in queue order (one at a time)."""
-    left, out = minutes, []
+def plan(root: Path, queue: list[Step], minutes: float, *, pack: int = 1) -> list[tuple[Step, str]]:
+    """(step, what happens to it) in queue order: done, runs (from when to when, in minutes from the start), does not
+    fit, or skipped (a step whose outputs it reads does not run). The schedule is ``run``'s: at most ``pack`` steps at
+    a time, each taking its estimate, a step only after the steps it reads from, in the queue's order."""
     with _Projects(root) as projects:
         done = {step.key: projects.done(step) for step in queue}
-    for step in queue:
-        if done[step.key]:
-            out.append((step, "done"))
-        elif step.minutes <= left:
-            out.append((step, "runs"))
-            left -= step.minutes
-        else:
-            out.append((step, f"does not fit ({step.minutes:g} min, {left:g} left)"))
-    return out
+        todo = [step for step in queue if not done[step.key]]
+        resolved = {step.key: projects.info(step) for step in todo}
+    upstream = _upstream(resolved)
+    what = {key: "done" for key, d in done.items() if d}
+    t, running, finished = 0.0, {}, set()  # now, key -> its end, keys that ended
+    while todo:
+        while todo and len(running) < max(1, pack):
+            lost = next((s for s in todo if any(u in what and u not in running and u not in finished
+                                                for u in upstream[s.key])), None)
+            if lost is not None:
+                todo.remove(lost)
+                what[lost.key] = "skipped (reads " + ", ".join(sorted(u for u in upstream[lost.key] if u not in running
+                                                                     and u not in finished)) + ", which does not run)"
+                continue
+            step = next((s for s in todo if all(u in finished for u in upstream[s.key])), None)
+            if step is None:  # every step left waits for one that runs
+                break
+            todo.remove(step)
+            if t + step.minutes > minutes + 1e-9:
+                what[step.key] = f"does not fit ({step.minutes:g} min, {minutes - t:.3g} left)"
+                continue
+            running[step.key] = t + step.minutes
+            what[step.key] = f"runs ({t:.3g}-{t + step.minutes:.3g} min)"
+        if not running:
+            break
+        t = min(running.values())
+        for key in [k for k, end in running.items() if end <= t]:
+            finished.add(key)
+            del running[key]
+    return [(step, what[step.key]) for step in queue]
 
 
 def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int = 1, max_mib: float = 12.0,

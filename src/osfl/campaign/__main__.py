@@ -11,7 +11,7 @@ from . import ARCHIVE, land, load_queue, plan, run
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m osfl.campaign", description=__doc__.split(":", 1)[1].strip(),
-                                epilog="plan QUEUE --minutes M [--root R]; run QUEUE --minutes M --out DIR [--pack N] "
+                                epilog="plan QUEUE --minutes M [--pack N] [--root R]; run QUEUE --minutes M --out DIR [--pack N] "
                                        "[--max-mib X] [--root R]; land ARCHIVE [--root R]")
     sub = p.add_subparsers(dest="verb", required=True)
     for verb, what in (("plan", "which steps are done, which fit in the minutes and which do not"),
@@ -20,9 +20,9 @@ def main(argv=None) -> int:
         s.add_argument("queue", type=Path, help="the queue file (steps: [{project, stage, minutes}])")
         s.add_argument("--minutes", type=float, required=True, help="minutes the campaign may take")
         s.add_argument("--root", type=Path, default=Path("."), help="the repository root (default: here)")
+        s.add_argument("--pack", type=int, default=1, help="steps run at a time (default 1)")
         if verb == "run":
             s.add_argument("--out", type=Path, required=True, help="where the archive and logs go")
-            s.add_argument("--pack", type=int, default=1, help="steps run at a time (default 1)")
             s.add_argument("--max-mib", type=float, default=12.0,
                            help="cached outputs travel while the archive stays under this (default 12 MiB)")
     s = sub.add_parser("land", help="record the finished stages of an archive in this checkout")
@@ -37,7 +37,7 @@ def main(argv=None) -> int:
             raise ConfigError("--minutes", f"{args.minutes:g} is not a positive number of minutes")
         queue = load_queue(args.queue)
         if args.verb == "plan":
-            for step, what in plan(args.root, queue, args.minutes):
+            for step, what in plan(args.root, queue, args.minutes, pack=args.pack):
                 print(f"{step.key}: {what}")
             return 0
         outcomes = run(args.root, queue, args.minutes, args.out, pack=args.pack, max_mib=args.max_mib)
