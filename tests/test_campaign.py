@@ -137,3 +137,19 @@ def test_a_cached_output_git_tracks_fails_before_anything_runs(repo, tmp_path):
     with pytest.raises(ConfigError, match=r"^outs: proj/model.bin is tracked by git.*git rm -r --cached proj/model"):
         run(repo, load_queue(repo / "queue.yaml")[:1], 1.0, tmp_path / "out", progress=lambda _: None)
     assert not (repo / "proj" / "record.json").exists()  # nothing ran
+
+
+def test_a_dvc_command_waits_while_another_dvc_process_holds_the_lock(monkeypatch, tmp_path):
+    import subprocess
+
+    import osfl.campaign as campaign
+
+    answers = [subprocess.CompletedProcess([], 1, "", "ERROR: Unable to acquire lock. Most likely another DVC ..."),
+               subprocess.CompletedProcess([], 0, "", "")]
+    calls = []
+    monkeypatch.setattr(campaign.subprocess, "run", lambda *a, **k: calls.append(a) or answers.pop(0))
+    monkeypatch.setattr(campaign.time, "sleep", lambda s: None)
+    assert campaign._dvc(tmp_path, "commit", "-f", "x").returncode == 0 and len(calls) == 2
+    other = subprocess.CompletedProcess([], 1, "", "ERROR: stage 'x' does not exist")
+    monkeypatch.setattr(campaign.subprocess, "run", lambda *a, **k: calls.append(a) or other)
+    assert campaign._dvc(tmp_path, "commit", "-f", "x").returncode == 1 and len(calls) == 3  # no retry

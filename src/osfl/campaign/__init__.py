@@ -150,8 +150,19 @@ def is_done(root: Path, step: Step) -> bool:
         return projects.done(step)
 
 
-def _dvc(project: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dvc", *args], cwd=project, capture_output=True, text=True)
+LOCK_BUSY = "Unable to acquire lock"
+LOCK_WAIT_S = 120.0
+
+
+def _dvc(project: Path, *args: str, wait_s: float = LOCK_WAIT_S) -> subprocess.CompletedProcess:
+    """``dvc <args>`` in ``project``, tried again for up to ``wait_s`` seconds while another DVC process holds the
+    project's lock (two campaigns in one project, or a user's ``dvc status``, once cost a finished stage its commit)."""
+    end = time.monotonic() + wait_s
+    while True:
+        done = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=project, capture_output=True, text=True)
+        if done.returncode == 0 or LOCK_BUSY not in done.stderr + done.stdout or time.monotonic() > end:
+            return done
+        time.sleep(2.0)
 
 
 def _lock_entry(project: Path, name: str) -> dict:
