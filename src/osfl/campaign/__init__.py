@@ -173,6 +173,18 @@ def _files(path: Path) -> list[Path]:
     return [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
 
 
+def _next_step(todo: list[Step], upstream: dict[str, set[str]],
+               ended: dict[str, bool]) -> tuple[Step | None, list[str]]:
+    """The schedule's next decision, shared by ``plan`` and ``run`` (``ended``: step key -> whether it finished, for
+    the steps that ended or were decided): (the first step that reads one that ended without finishing, those
+    keys), else (the first step whose upstream steps all finished, []), else (None, []): every step left waits."""
+    for step in todo:
+        lost = [u for u in upstream[step.key] if u in ended and not ended[u]]
+        if lost:
+            return step, lost
+    return next((s for s in todo if all(ended.get(u) for u in upstream[s.key])), None), []
+
+
 def plan(root: Path, queue: list[Step], minutes: float, *, pack: int = 1) -> list[tuple[Step, str]]:
     """(step, what happens to it) in queue order: done, runs (from when to when, in minutes from the start), does not
     fit, or skipped (a step whose outputs it reads does not run). The schedule is ``run``'s: at most ``pack`` steps at
@@ -186,17 +198,14 @@ def plan(root: Path, queue: list[Step], minutes: float, *, pack: int = 1) -> lis
     t, running, finished = 0.0, {}, set()  # now, key -> its end, keys that ended
     while todo:
         while todo and len(running) < max(1, pack):
-            lost = next((s for s in todo if any(u in what and u not in running and u not in finished
-                                                for u in upstream[s.key])), None)
-            if lost is not None:
-                todo.remove(lost)
-                what[lost.key] = "skipped (reads " + ", ".join(sorted(u for u in upstream[lost.key] if u not in running
-                                                                     and u not in finished)) + ", which does not run)"
-                continue
-            step = next((s for s in todo if all(u in finished for u in upstream[s.key])), None)
+            ended = {k: k in finished for k in what if k not in running}
+            step, lost = _next_step(todo, upstream, ended)
             if step is None:  # every step left waits for one that runs
                 break
             todo.remove(step)
+            if lost:
+                what[step.key] = "skipped (reads " + ", ".join(sorted(lost)) + ", which does not run)"
+                continue
             if t + step.minutes > minutes + 1e-9:
                 what[step.key] = f"does not fit ({step.minutes:g} min, {minutes - t:.3g} left)"
                 continue
@@ -236,18 +245,15 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
         """Start the next steps that fit and whose inputs are ready, up to ``pack`` running."""
         now = time.monotonic()
         while todo and len(running) < max(1, pack):
-            lost = next((s for s in todo if any(u in outcomes and outcomes[u].state != "finished"
-                                                for u in upstream[s.key])), None)
-            if lost is not None:
-                todo.remove(lost)
-                up = ", ".join(u for u in upstream[lost.key] if outcomes.get(u) and outcomes[u].state != "finished")
-                outcomes[lost.key] = Outcome(lost, "skipped", detail=f"an upstream step did not finish: {up}")
-                progress(f"[campaign] {lost.key}: skipped ({outcomes[lost.key].detail})")
-                continue
-            step = next((s for s in todo if all(u in outcomes for u in upstream[s.key])), None)
+            step, lost = _next_step(todo, upstream, {k: o.state == "finished" for k, o in outcomes.items()})
             if step is None:  # every step left waits for one that runs
                 return
             todo.remove(step)
+            if lost:
+                outcomes[step.key] = Outcome(step, "skipped", detail="an upstream step did not finish: "
+                                                                     + ", ".join(lost))
+                progress(f"[campaign] {step.key}: skipped ({outcomes[step.key].detail})")
+                continue
             if now + step.minutes * 60 > deadline:
                 outcomes[step.key] = Outcome(step, "skipped", detail=f"does not fit: {step.minutes:g} min, "
                                                                      f"{(deadline - now) / 60:.1f} left")

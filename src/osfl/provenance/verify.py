@@ -217,8 +217,9 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
     check = None
     try:
         check = _rerun(project, name, recorded, rtol, atol)
-        if check.status != "identical" and ran_on and machine.note(ran_on):
-            check.detail += f" [{machine.note(ran_on)}]"
+        said = machine.note(ran_on) if ran_on and check.status != "identical" else ""
+        if said:
+            check.detail += f" [{said}]"
         return check
     finally:
         (project / "dvc.lock").write_text(lock_text)
