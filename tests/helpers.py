@@ -90,19 +90,63 @@ def init_repo(work: Path, remote: Path) -> None:
 
 
 @contextlib.contextmanager
-def repo_copy(repo_root: Path, work: Path, project: str = "."):
+def repo_copy(repo_root: Path, work: Path, project: str = ".", one_code_dep: bool = True):
     """A copy of the working tree at ``work`` (:func:`copy_worktree`) whose ``<project>/params.yaml`` the caller edits
     inside the block, through the dict it yields; on leaving, the params are written back and the copy becomes a git
     repository with ``work.parent / "remote"`` as its DVC remote (:func:`init_repo`). Its stages run on one thread
     (``runtime.threads``): the suite's xdist workers share the cores, and a project pinning more (the root's 2)
-    would oversubscribe them; a caller may set another count inside the block."""
+    would oversubscribe them; a caller may set another count inside the block. With ``one_code_dep`` (the default) its
+    stages list their code as one folder (:func:`one_code_dep_per_stage`)."""
     copy_worktree(repo_root, work)
     pf = work / project / "params.yaml"
     params = yaml.safe_load(pf.read_text())
     params.setdefault("runtime", {})["threads"] = 1
     yield params
     pf.write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
+    if one_code_dep:
+        one_code_dep_per_stage(work / project / "dvc.yaml", work)
     init_repo(work, work.parent / "remote")
+
+
+def one_code_dep_per_stage(pipeline: Path, root: Path) -> None:
+    """Rewrite ``pipeline`` so that each stage lists the code it runs as one folder, ``src/osfl``, in place of its
+    module files (data deps kept, in order). DVC rewrites the whole dvc.lock after every stage and parses it with
+    ruamel's round-trip loader (pure Python) each time: with 30-60 module deps per stage a smoke pipeline of a hundred
+    short stages spent minutes there (30 trivial stages: 66 s with 40 module deps each, 13 s with one folder). The
+    copies test wiring, records and renders; the committed dvc.yaml files' module lists are checked against the
+    imports by test_dag_deps.py (and a copy with other params by :func:`real_code_deps`)."""
+    data = yaml.safe_load(pipeline.read_text())
+    src_osfl = (root / "src" / "osfl").resolve()
+    for body in (data.get("stages") or {}).values():
+        body = body.get("do", body)
+        folder = (pipeline.parent / body.get("wdir", ".")).resolve()
+        deps, kept, placed = body.get("deps") or [], [], False
+        for dep in deps:
+            path = dep if isinstance(dep, str) else next(iter(dep))
+            full = Path(os.path.normpath(folder / path.split("${")[0]))
+            if full == src_osfl or src_osfl in full.parents:
+                if not placed:
+                    kept.append(os.path.relpath(src_osfl, folder))
+                    placed = True
+            else:
+                kept.append(dep)
+        if deps:
+            body["deps"] = kept
+    pipeline.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000))
+
+
+@contextlib.contextmanager
+def real_code_deps(repo_root: Path, work: Path, project: str, dest: Path):
+    """A minimal DVC project at ``dest`` with ``work``'s params of ``project`` (a fixture's copy) and the repository's
+    own dvc.yaml, module deps as committed, for :mod:`osfl.provenance.deps` to resolve the copy's stages against
+    their imports; yields its root."""
+    (dest / project).mkdir(parents=True, exist_ok=True)
+    (dest / "src").symlink_to(work / "src", target_is_directory=True)
+    shutil.copytree(work / project / ".dvc", dest / project / ".dvc", ignore=shutil.ignore_patterns("tmp", "cache"))
+    shutil.copy2(repo_root / project / "dvc.yaml", dest / project / "dvc.yaml")
+    shutil.copy2(work / project / "params.yaml", dest / project / "params.yaml")
+    sh("git", "init", "-q", cwd=dest)
+    yield dest
 
 
 def copied_results(project: Path, dest: Path, run: str, made_up: dict[str, tuple[str, float]]) -> Path:

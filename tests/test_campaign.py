@@ -153,3 +153,15 @@ def test_a_dvc_command_waits_while_another_dvc_process_holds_the_lock(monkeypatc
     other = subprocess.CompletedProcess([], 1, "", "ERROR: stage 'x' does not exist")
     monkeypatch.setattr(campaign.subprocess, "run", lambda *a, **k: calls.append(a) or other)
     assert campaign._dvc(tmp_path, "commit", "-f", "x").returncode == 1 and len(calls) == 3  # no retry
+
+
+def test_a_failed_step_says_what_its_command_said_last(repo, tmp_path):
+    """'exit code 1' alone sent a person to the logs (a campaign started outside the project's environment: every step
+    failed with "No module named 'osfl'"); the outcome carries the log's last line and the log's path."""
+    (repo / "proj" / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"broken": {
+        "cmd": "echo working && python -c \"import sys; sys.exit('ModuleNotFoundError: no module named osfl')\"",
+        "outs": ["never.txt"]}}}, sort_keys=False))
+    got = run(repo, [Step("proj", "broken", 0.01)], 0.5, tmp_path / "out", progress=lambda _: None)[0]
+    assert got.state == "failed"
+    assert got.detail.startswith("exit code 1: ModuleNotFoundError: no module named osfl (")
+    assert got.detail.endswith("broken.log)")

@@ -106,7 +106,7 @@ def test_every_table2_cell_within_one_percent():
 # ---------------------------------------------------------------------------------------------------------
 # the whole pipeline at smoke, in a temporary copy of the repository
 
-from helpers import copied_results, dag, host_facts, repo_copy, sh  # noqa: E402
+from helpers import copied_results, dag, host_facts, real_code_deps, repo_copy, sh  # noqa: E402
 
 SUB = "papers/fedmho"
 
@@ -248,14 +248,18 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
     assert {n: names.count(n) for n in expected} == expected and len(names) == sum(expected.values())
 
 
-def test_sweep_stages_list_every_module_they_import(fedmho_repo):
+def test_sweep_stages_list_every_module_they_import(fedmho_repo, repo_root, tmp_path):
     # the committed params leave sweeps.datasets empty, so the DAG test cannot see the sweep stages' templates
-    # (sweep_train, sweep, fid); this copy instantiates them
+    # (sweep_train, sweep, fid); this copy's params instantiate them, on the committed dvc.yaml (the copy's stages
+    # list their code as one folder)
     from osfl.provenance import deps as provenance
 
     work, _, _ = fedmho_repo
-    assert {s.name for s in provenance.derive(f"{SUB}/dvc.yaml", work) if s.items} >= {"sweep_train", "sweep", "fid"}
-    missing = provenance.check(work, [f"{SUB}/dvc.yaml"], extra=False)
+    with real_code_deps(repo_root, work, SUB, tmp_path / "deps") as root:
+        derived = provenance.derive(f"{SUB}/dvc.yaml", root)
+        assert {s.name for s in derived if s.items} >= {"sweep_train", "sweep", "fid"}
+        assert any(s.written for s in derived if s.name == "sweep")  # module files, not the copy's one folder
+        missing = provenance.check(root, [f"{SUB}/dvc.yaml"], extra=False)
     assert not missing, missing
 
 

@@ -281,7 +281,9 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
                     proc.wait()
                 outcomes[key] = Outcome(step, "stopped", time.monotonic() - t0, "stopped at the deadline")
             elif proc.returncode != 0:
-                outcomes[key] = Outcome(step, "failed", time.monotonic() - t0, f"exit code {proc.returncode}")
+                log.flush()
+                outcomes[key] = Outcome(step, "failed", time.monotonic() - t0,
+                                        f"exit code {proc.returncode}: {_last_line(Path(log.name))} ({log.name})")
             else:  # its dependants may start now; the commit (seconds of DVC) comes after they did
                 outcomes[key] = Outcome(step, "finished", time.monotonic() - t0)
                 exited.append((step, time.monotonic() - t0))
@@ -300,6 +302,16 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
     result = [outcomes[s.key] for s in queue]
     _pack(root, out, result, minutes, time.monotonic() - start)
     return result
+
+
+def _last_line(path: Path, limit: int = 240) -> str:
+    """The last non-empty line of a step's log (what a failed command said last, usually its error), shortened."""
+    try:
+        lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return "no log"
+    last = lines[-1] if lines else "its log is empty"
+    return last if len(last) <= limit else last[:limit - 3] + "..."
 
 
 def _refuse_git_tracked(root: Path, resolved: dict[str, dict]) -> None:
