@@ -165,3 +165,28 @@ def test_a_failed_step_says_what_its_command_said_last(repo, tmp_path):
     assert got.state == "failed"
     assert got.detail.startswith("exit code 1: ModuleNotFoundError: no module named osfl (")
     assert got.detail.endswith("broken.log)")
+
+
+def test_a_project_is_read_while_no_other_dvc_process_holds_its_lock(repo):
+    """A second campaign started while the first committed a stage read half a dvc.lock and stopped; the stages are
+    now read under DVC's project lock, waiting while another process holds it."""
+    import threading
+    import time
+
+    from dvc.repo import Repo
+
+    from osfl.campaign import _load_project
+
+    holder = Repo(str(repo / "proj"))
+    holder.lock.lock()
+    threading.Timer(3.0, holder.lock.unlock).start()
+    t0 = time.monotonic()
+    _, stages, locks = _load_project(Repo, repo / "proj", wait_s=30)
+    assert time.monotonic() - t0 >= 2.5 and "column" in stages and locks == {}
+    holder.close()
+    with pytest.raises(Exception, match="lock"):
+        holder.lock.lock()
+        try:
+            _load_project(Repo, repo / "proj", wait_s=0)
+        finally:
+            holder.lock.unlock()

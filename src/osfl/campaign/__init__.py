@@ -115,9 +115,8 @@ class _Projects:
 
             if not (self.root / step.project / "dvc.yaml").is_file():
                 raise ConfigError("project", f"{step.project!r} has no dvc.yaml under {self.root}")
-            self._repos[step.project] = repo = Repo(str(self.root / step.project))
-            self._stages[step.project] = {stage.name: stage for stage in repo.index.stages}
-            self._locks[step.project] = locked_stages(self.root / step.project)
+            self._repos[step.project], self._stages[step.project], self._locks[step.project] = _load_project(
+                Repo, self.root / step.project)
         try:
             return self._stages[step.project][step.stage]
         except KeyError:
@@ -163,6 +162,26 @@ def _dvc(project: Path, *args: str, wait_s: float = LOCK_WAIT_S) -> subprocess.C
         if done.returncode == 0 or LOCK_BUSY not in done.stderr + done.stdout or time.monotonic() > end:
             return done
         time.sleep(2.0)
+
+
+def _load_project(repo_class, project: Path, wait_s: float = LOCK_WAIT_S) -> tuple[object, dict, dict]:
+    """(the DVC repository, its stages by name, its lock entries), read holding the project's DVC lock, as DVC's own
+    commands do, and tried again for up to ``wait_s`` seconds while another DVC process holds it (a second campaign
+    started in a project while the first committed a stage read half a dvc.lock and stopped)."""
+    from dvc.lock import LockError
+    from dvc.utils.strictyaml import YAMLSyntaxError, YAMLValidationError
+
+    end = time.monotonic() + wait_s
+    while True:
+        repo = repo_class(str(project))
+        try:
+            with repo.lock:
+                return repo, {stage.name: stage for stage in repo.index.stages}, locked_stages(project)
+        except (LockError, YAMLSyntaxError, YAMLValidationError, yaml.YAMLError):
+            repo.close()
+            if time.monotonic() > end:
+                raise
+            time.sleep(2.0)
 
 
 def _lock_entry(project: Path, name: str) -> dict:
