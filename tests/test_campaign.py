@@ -190,3 +190,36 @@ def test_a_project_is_read_while_no_other_dvc_process_holds_its_lock(repo):
             _load_project(Repo, repo / "proj", wait_s=0)
         finally:
             holder.lock.unlock()
+
+
+def test_queue_lists_what_is_not_current_upstream_first_with_recorded_estimates(repo, tmp_path):
+    """`queue PROJECT` for a re-record or a new grid item: the stages without a current lock entry, a stage after the
+    one whose outputs it reads, minutes from the committed runtime records (scaled), a stage never run estimated from
+    its recorded siblings; frozen stages only when asked."""
+    from osfl.campaign import stale_queue
+
+    record = "import json, sys; json.dump({'seconds': float(sys.argv[2])}, open(f'runtime/{sys.argv[1]}.json', 'w'))"
+    (repo / "proj" / "rec.py").write_text(record)
+    (repo / "proj" / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
+        "server": {"foreach": ["a", "b"], "do": {
+            "cmd": "python rec.py server-${item} 30 && cp trained-${item}.txt served-${item}.txt",
+            "deps": ["trained-${item}.txt"], "outs": ["served-${item}.txt", {"runtime/server-${item}.json": {"cache": False}}]}},
+        "train": {"foreach": ["a", "b"], "do": {
+            "cmd": "mkdir -p runtime && python rec.py train-${item} 120 && echo ${item} > trained-${item}.txt",
+            "deps": ["in.txt"], "outs": ["trained-${item}.txt", {"runtime/train-${item}.json": {"cache": False}}]}},
+        "paper": {"frozen": True, "cmd": "echo p > p.txt", "outs": ["p.txt"]},
+    }}, sort_keys=False))
+    sh("dvc", "repro", "-q", "train@a", cwd=repo / "proj")
+    got = stale_queue(repo, "proj", scale=2.0, default_minutes=7.0)
+    # server@a reads train@a's output, which is current: ready at once, first in dvc.yaml's order
+    assert [(s.stage, s.minutes) for s, _ in got] == [("server@a", 7.0), ("train@b", 4.0), ("server@b", 7.0)]
+    assert got[1][1] == "median of 1 recorded train@* (120 s)"
+    sh("dvc", "repro", "-q", "train@b", "server@a", cwd=repo / "proj")
+    (repo / "proj" / "in.txt").write_text("changed")  # every train is stale now, and what reads it
+    got = stale_queue(repo, "proj", patterns=["train@*", "server@b", "paper"], frozen=True)
+    assert [(s.stage, s.minutes) for s, _ in got] == [("train@a", 2.0), ("train@b", 2.0), ("server@b", 0.5),
+                                                      ("paper", 2.0)]
+    assert got[0][1] == "120 s x 1 (runtime/train-a.json)"
+    out = tmp_path / "q.yaml"
+    assert main(["queue", "proj", "-o", str(out), "--root", str(repo), "--scale", "2"]) == 0
+    assert [s.stage for s in load_queue(out)][:2] == ["train@a", "train@b"]

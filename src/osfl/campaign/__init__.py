@@ -12,6 +12,9 @@ machine, what finished packed into one archive, and that archive landed in the u
   GPU-hours by accident), stops what runs at the deadline, ``dvc commit``s each finished stage there and packs its
   outputs with its lock entry into ``DIR/campaign.tar.gz`` (outputs cached by DVC only up to ``--max-mib``: the rest
   stay behind and are named);
+* ``queue PROJECT -o FILE [--stage GLOB] [--scale F]``: writes a queue of the project's stages whose lock entry is not
+  current or missing (a re-record, or grid items never run), upstream first, each estimated from its committed
+  runtime record or its recorded siblings' (the estimate's source in a comment);
 * ``land ARCHIVE`` (back home): unpacks each finished stage's outputs and records it with ``dvc commit``, then checks
   that every dependency hashes here as it did on the lent machine (the same bytes travelled); a stage whose
   dependencies differ, or whose cached outputs stayed behind, is not landed, and the report says why.
@@ -23,6 +26,8 @@ left is not started).
 """
 from __future__ import annotations
 
+import contextlib
+import fnmatch
 import io
 import json
 import os
@@ -122,6 +127,16 @@ class _Projects:
         except KeyError:
             raise ConfigError("stage", f"{step.stage!r} is not a stage of {step.project}/dvc.yaml") from None
 
+    def names(self, project: str) -> list[str]:
+        """Every stage name of ``project`` (foreach/matrix items resolved), in dvc.yaml's order."""
+        if project not in self._repos:
+            try:
+                self.stage(Step(project, "", 1.0))
+            except ConfigError as exc:
+                if exc.key != "stage":
+                    raise
+        return list(self._stages[project])
+
     def info(self, step: Step) -> dict:
         """The step's ``cmd``, ``wdir``, ``deps``, ``outs`` and ``cached`` outputs (absolute paths)."""
         stage = self.stage(step)
@@ -137,10 +152,99 @@ class _Projects:
         frozen = stage.frozen
         stage.frozen = False  # in memory only: a frozen stage's dependencies are otherwise never compared
         try:
-            with self._repos[step.project].lock:
+            with _project_lock(self._repos[step.project]):
                 return not stage.changed(allow_missing=True)
         finally:
             stage.frozen = frozen
+
+
+def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, scale: float = 1.0,
+                default_minutes: float = 2.0, frozen: bool = False) -> list[tuple[Step, str]]:
+    """A queue for re-recording ``project`` or running what it has not run: its stages (those matching one of
+    ``patterns``, fnmatch, if given) whose lock entry is not current or missing, frozen ones only with ``frozen``
+    (paper-profile GPU stages), upstream before downstream and else in dvc.yaml's order, each with (step, where its
+    estimate came from). A stage's minutes are ``scale`` times the seconds of its committed runtime record (an output
+    ``runtime/*.json`` with ``seconds``; ``scale`` converts between machines, e.g. 1.65 from AVX512 to AVX2 kernels);
+    a stage without one takes the median of its siblings' (the same template and the same last part of the item,
+    e.g. ``server@*-col3``, else the same template), else ``default_minutes``."""
+    root = Path(root).resolve()
+    picked, source, resolved, records = [], {}, {}, {}
+    with _Projects(root) as projects:
+        for name in projects.names(project):
+            step = Step(project, name, 1.0)
+            stage = projects.stage(step)
+            if not stage.cmd:
+                continue
+            info = projects.info(step)
+            records[name] = _recorded_seconds(info["outs"])
+            if (patterns and not any(fnmatch.fnmatchcase(name, pat) for pat in patterns)) \
+                    or (stage.frozen and not frozen) or projects.done(step):
+                continue
+            picked.append(name)
+            resolved[name] = info
+    steps = []
+    for name in picked:
+        seconds, record = records[name]
+        if seconds is not None:
+            why = f"{seconds:.0f} s x {scale:g} ({os.path.relpath(record, root / project)}{_kernels(record)})"
+        else:
+            seconds, why = _siblings_seconds(name, records)
+        minutes = round(max(scale * seconds / 60, 0.1), 1) if seconds is not None else default_minutes
+        steps.append(Step(project, name, minutes))
+        source[steps[-1].key] = why if seconds is not None else "no runtime record here or in its siblings: the default"
+    upstream = _upstream({step.key: resolved[step.stage] for step in steps})
+    ordered, placed = [], set()
+    while len(ordered) < len(steps):  # Kahn's order, ties in dvc.yaml's order (DVC refuses cycles)
+        step = next(s for s in steps if s.key not in placed and upstream[s.key] <= placed)
+        ordered.append(step)
+        placed.add(step.key)
+    return [(step, source[step.key]) for step in ordered]
+
+
+def _siblings_seconds(name: str, records: dict[str, tuple[float | None, Path | None]]) -> tuple[float | None, str]:
+    """The median recorded seconds of ``name``'s siblings and how they were chosen; (None, "") without any. Siblings,
+    first found first: the same template and last part of the item, the same template, the same family (the
+    template's name before ``_``)."""
+    import statistics
+
+    template, _, item = name.partition("@")
+    last = item.rsplit("-", 1)[-1]
+    family = template.split("_")[0]  # condense_v's family is condense's, train_dp's train's
+    for rule, same in ((f"{template}@*-{last}", lambda n: n.startswith(template + "@") and n.endswith("-" + last)),
+                       (f"{template}@*", lambda n: n.partition("@")[0] == template),
+                       (f"{family}*@*", lambda n: n.partition("@")[0].split("_")[0] == family)):
+        found = [s for n, (s, _) in records.items() if n != name and s is not None and same(n)]
+        if found and (item or rule.endswith("@*")):
+            return statistics.median(found), f"median of {len(found)} recorded {rule} ({statistics.median(found):.0f} s)"
+    return None, ""
+
+
+def _recorded_seconds(outs: list[str]) -> tuple[float | None, Path | None]:
+    """The ``seconds`` of the first runtime record among a stage's outputs (a file under a ``runtime`` folder)."""
+    for out in map(Path, outs):
+        for path in _files(out) if out.exists() else []:
+            if path.suffix == ".json" and "runtime" in path.parts:
+                try:
+                    seconds = json.loads(path.read_text()).get("seconds")
+                except (OSError, ValueError, AttributeError):
+                    continue
+                if isinstance(seconds, (int, float)):
+                    return float(seconds), path
+    return None, None
+
+
+def _kernels(record: Path) -> str:
+    """``, <kernels>`` of a runtime record (the machine its seconds are from), empty when it does not say."""
+    kernels = (json.loads(record.read_text()).get("runtime") or {}).get("cpu_capability")
+    return f", {kernels}" if kernels else ""
+
+
+def write_queue(path: Path, queue: list[tuple[Step, str]], header: str) -> None:
+    """The queue file ``load_queue`` reads, each step's estimate explained in a comment."""
+    lines = [f"# {line}" for line in header.splitlines()] + ["steps:"]
+    for step, why in queue:
+        lines.append(f"  - {{project: {step.project}, stage: '{step.stage}', minutes: {step.minutes:g}}}  # {why}")
+    Path(path).write_text("\n".join(lines) + "\n")
 
 
 def is_done(root: Path, step: Step) -> bool:
@@ -164,24 +268,34 @@ def _dvc(project: Path, *args: str, wait_s: float = LOCK_WAIT_S) -> subprocess.C
         time.sleep(2.0)
 
 
-def _load_project(repo_class, project: Path, wait_s: float = LOCK_WAIT_S) -> tuple[object, dict, dict]:
-    """(the DVC repository, its stages by name, its lock entries), read holding the project's DVC lock, as DVC's own
-    commands do, and tried again for up to ``wait_s`` seconds while another DVC process holds it (a second campaign
-    started in a project while the first committed a stage read half a dvc.lock and stopped)."""
+@contextlib.contextmanager
+def _project_lock(repo, wait_s: float = LOCK_WAIT_S):
+    """Hold a project's DVC lock (``.dvc/tmp/lock``), as DVC's own commands do while they read or write dvc.lock,
+    waiting up to ``wait_s`` seconds while another DVC process holds it (a second campaign started in a project
+    while the first committed a stage read half a dvc.lock and stopped)."""
     from dvc.lock import LockError
-    from dvc.utils.strictyaml import YAMLSyntaxError, YAMLValidationError
 
     end = time.monotonic() + wait_s
     while True:
-        repo = repo_class(str(project))
         try:
-            with repo.lock:
-                return repo, {stage.name: stage for stage in repo.index.stages}, locked_stages(project)
-        except (LockError, YAMLSyntaxError, YAMLValidationError, yaml.YAMLError):
-            repo.close()
+            repo.lock.lock()
+            break
+        except LockError:
             if time.monotonic() > end:
                 raise
             time.sleep(2.0)
+    try:
+        yield
+    finally:
+        repo.lock.unlock()
+
+
+def _load_project(repo_class, project: Path, wait_s: float = LOCK_WAIT_S) -> tuple[object, dict, dict]:
+    """(the DVC repository, its stages by name in dvc.yaml's order, its lock entries), read under the project's
+    lock."""
+    repo = repo_class(str(project))
+    with _project_lock(repo, wait_s):
+        return repo, {stage.name: stage for stage in repo.index.stages}, locked_stages(project)
 
 
 def _lock_entry(project: Path, name: str) -> dict:
