@@ -6,12 +6,13 @@ EPYC2 = {"device": "cpu", "cpu": "AMD EPYC", "cpu_capability": "AVX2", "threads"
 
 
 def test_one_machine_is_named_without_a_warning():
-    text = describe([{"runtime": XEON}, {"runtime": XEON}])
+    text = describe({"fmnist-dir0.5-s0": {"fedavg": [{"runtime": XEON}], "dense": [{"runtime": XEON}]}})
     assert text == "Computed on Intel(R) Xeon(R) Processor (AVX512, 1 thread): 2 runs."
 
 
 def test_several_machines_are_counted_and_their_seconds_flagged():
-    text = describe([{"runtime": XEON}, {"runtime": EPYC2}, {"runtime": EPYC2}, {"acc_final": 50.0}])
+    text = describe({"s0": {"fedavg": [{"runtime": XEON}], "dense": [{"acc_final": 50.0}]},
+                     "s1": {"fedavg": [{"runtime": EPYC2}, {"runtime": EPYC2}]}})
     assert text.startswith("Computed on AMD EPYC (AVX2, 1 thread): 2 runs; Intel(R) Xeon(R) Processor (AVX512, 1 "
                            "thread): 1 run.")
     assert "compare only within one machine" in text
@@ -20,4 +21,4 @@ def test_several_machines_are_counted_and_their_seconds_flagged():
 def test_gpu_runs_and_old_records_without_kernels():
     assert label({"device": "cuda:0", "gpu": "NVIDIA H100 80GB HBM3"}) == "NVIDIA H100 80GB HBM3 (cuda)"
     assert label({"device": "cpu", "cpu": "AMD EPYC", "threads": 2}) == "AMD EPYC (kernels not recorded, 2 threads)"
-    assert describe([]) == ""
+    assert describe({}) == "" and describe({"s0": {"fedavg": []}}) == ""

@@ -154,7 +154,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
     setting = (f"{params.get('clients')} clients of {params.get('model')} (clients and server), seeds "
                f"{params.get('seeds')} (run so far: {seeds_ran}); every method with its own paper's settings. "
                f"Server seconds: one thread of a 2-core CPU. {described}" + (f" {ot_note}" if ot_note else ""))
-    ran_on = machines(r for by_id in runs.values() for recs in by_id.values() for r in recs)
+    ran_on = machines(runs)
     written = []
     status = {}
     if numbers:
@@ -170,7 +170,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
              read_sweep(Path(results_root), params, base=params.get("clients")).items()}
     n_df, n_numbers, n_failed = cells(sweep, params)
     if n_numbers:
-        n_ran_on = machines(r for by_id in sweep.values() for recs in by_id.values() for r in recs)
+        n_ran_on = machines(sweep)
         first = split_label((params.get("splits") or [""])[0])
         written += write_table(n_df, out / "nclients", f"The client number N on {first}: final test accuracy (%), "
                                "mean ± sample std (n seeds), rank at that N (#1 = best), average rank over N "

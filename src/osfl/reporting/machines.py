@@ -8,7 +8,7 @@ last bits of a result only within one kernel set.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 
 def label(runtime: dict) -> str:
@@ -25,9 +25,10 @@ def machines(records: Iterable[dict]) -> Counter:
     return Counter(label(r["runtime"]) for r in records if isinstance(r.get("runtime"), dict))
 
 
-def describe(records: Iterable[dict]) -> str:
-    """One sentence for a caption: each machine with how many of the runs it computed; empty for no record."""
-    count = machines(records)
+def describe(runs: Mapping[str, Mapping[str, Iterable[dict]]]) -> str:
+    """One sentence for a caption from a table's runs as the run loaders return them (``{run: {id: [records]}}``):
+    each machine with how many of the records it computed; empty for no record."""
+    count = machines(r for by_id in runs.values() for records in by_id.values() for r in records)
     if not count:
         return ""
     text = "Computed on " + "; ".join(f"{m}: {n} run{'s' if n != 1 else ''}" for m, n in count.most_common()) + "."

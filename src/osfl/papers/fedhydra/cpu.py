@@ -113,7 +113,7 @@ def cpu_table(bench: Path, arts: list[Artifact], out: Path) -> tuple[list[Path],
                "over n seeds) / the paper's (our mean − the paper's). The runs are the cross-paper benchmark's "
                f"({BENCHMARK}/, FedHydra's setting: 5 clients of its 2-layer CNN, FedDF on the digits), not trained "
                "again here.")
-    ran_on = machines(r for by_m in runs.values() for rs in by_m.values() for r in rs)
+    ran_on = machines(runs)
     notes = f"{state}. {cpu_profile.describe(params)} {ran_on}".strip()
     files = write_table(df, out / STEM, caption, f"tab:{STEM}", notes=notes)
     claim, verdict = best_claim(numbers)
@@ -173,7 +173,7 @@ def k_table(bench: Path, out: Path) -> tuple[list[Path], str, list[dict]]:
                "place, at the cpu profile: ours only (final accuracy, mean ± sample std over n seeds; another dataset, "
                "so no paper number beside it). K = 5 is Table 1's run; the runs are the cross-paper benchmark's "
                f"({BENCHMARK}/, stages nclients_*@), not trained again here.")
-    ran_on = machines(r for by_m in sweep.values() for rs in by_m.values() for r in rs)
+    ran_on = machines(sweep)
     files = write_table(df, out / K_STEM, caption, f"tab:{K_STEM}",
                         notes=f"{state}. {cpu_profile.describe(params)} {ran_on}".strip())
     return files, state, k_claims(numbers)
