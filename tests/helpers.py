@@ -115,16 +115,18 @@ def one_code_dep_per_stage(pipeline: Path, root: Path) -> None:
     short stages spent minutes there (30 trivial stages: 66 s with 40 module deps each, 13 s with one folder). The
     copies test wiring, records and renders; the committed dvc.yaml files' module lists are checked against the
     imports by test_dag_deps.py (and a copy with other params by :func:`real_code_deps`)."""
+    from osfl.provenance.deps import _is_code
+
     data = yaml.safe_load(pipeline.read_text())
-    src_osfl = (root / "src" / "osfl").resolve()
+    root = root.resolve()
+    src_osfl = root / "src" / "osfl"
     for body in (data.get("stages") or {}).values():
         body = body.get("do", body)
         folder = (pipeline.parent / body.get("wdir", ".")).resolve()
         deps, kept, placed = body.get("deps") or [], [], False
         for dep in deps:
             path = dep if isinstance(dep, str) else next(iter(dep))
-            full = Path(os.path.normpath(folder / path.split("${")[0]))
-            if full == src_osfl or src_osfl in full.parents:
+            if _is_code(path.split("${")[0], folder, root):  # a templated entry by its fixed part
                 if not placed:
                     kept.append(os.path.relpath(src_osfl, folder))
                     placed = True
@@ -135,18 +137,17 @@ def one_code_dep_per_stage(pipeline: Path, root: Path) -> None:
     pipeline.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000))
 
 
-@contextlib.contextmanager
-def real_code_deps(repo_root: Path, work: Path, project: str, dest: Path):
+def real_code_deps(repo_root: Path, work: Path, project: str, dest: Path) -> Path:
     """A minimal DVC project at ``dest`` with ``work``'s params of ``project`` (a fixture's copy) and the repository's
     own dvc.yaml, module deps as committed, for :mod:`osfl.provenance.deps` to resolve the copy's stages against
-    their imports; yields its root."""
+    their imports; returns its root (``dest``)."""
     (dest / project).mkdir(parents=True, exist_ok=True)
     (dest / "src").symlink_to(work / "src", target_is_directory=True)
     shutil.copytree(work / project / ".dvc", dest / project / ".dvc", ignore=shutil.ignore_patterns("tmp", "cache"))
     shutil.copy2(repo_root / project / "dvc.yaml", dest / project / "dvc.yaml")
     shutil.copy2(work / project / "params.yaml", dest / project / "params.yaml")
     sh("git", "init", "-q", cwd=dest)
-    yield dest
+    return dest
 
 
 def copied_results(project: Path, dest: Path, run: str, made_up: dict[str, tuple[str, float]]) -> Path:

@@ -255,11 +255,11 @@ def test_sweep_stages_list_every_module_they_import(fedmho_repo, repo_root, tmp_
     from osfl.provenance import deps as provenance
 
     work, _, _ = fedmho_repo
-    with real_code_deps(repo_root, work, SUB, tmp_path / "deps") as root:
-        derived = provenance.derive(f"{SUB}/dvc.yaml", root)
-        assert {s.name for s in derived if s.items} >= {"sweep_train", "sweep", "fid"}
-        assert any(s.written for s in derived if s.name == "sweep")  # module files, not the copy's one folder
-        missing = provenance.check(root, [f"{SUB}/dvc.yaml"], extra=False)
+    root = real_code_deps(repo_root, work, SUB, tmp_path / "deps")
+    derived = provenance.derive(f"{SUB}/dvc.yaml", root)
+    assert {s.name for s in derived if s.items} >= {"sweep_train", "sweep", "fid"}
+    assert any(s.written for s in derived if s.name == "sweep")  # module files, not the copy's one folder
+    missing = provenance.check(root, [f"{SUB}/dvc.yaml"], extra=False)
     assert not missing, missing
 
 

@@ -113,15 +113,19 @@ class _Projects:
             repo.close()
         self._repos.clear()
 
+    def _load(self, project: str) -> None:
+        """Read ``project``'s stages and lock entries once; a one-line error for a folder without dvc.yaml."""
+        if project in self._repos:
+            return
+        from dvc.repo import Repo
+
+        if not (self.root / project / "dvc.yaml").is_file():
+            raise ConfigError("project", f"{project!r} has no dvc.yaml under {self.root}")
+        self._repos[project], self._stages[project], self._locks[project] = _load_project(Repo, self.root / project)
+
     def stage(self, step: Step):
         """The DVC stage object of a step; one-line errors for a missing project or stage."""
-        if step.project not in self._repos:
-            from dvc.repo import Repo
-
-            if not (self.root / step.project / "dvc.yaml").is_file():
-                raise ConfigError("project", f"{step.project!r} has no dvc.yaml under {self.root}")
-            self._repos[step.project], self._stages[step.project], self._locks[step.project] = _load_project(
-                Repo, self.root / step.project)
+        self._load(step.project)
         try:
             return self._stages[step.project][step.stage]
         except KeyError:
@@ -129,12 +133,7 @@ class _Projects:
 
     def names(self, project: str) -> list[str]:
         """Every stage name of ``project`` (foreach/matrix items resolved), in dvc.yaml's order."""
-        if project not in self._repos:
-            try:
-                self.stage(Step(project, "", 1.0))
-            except ConfigError as exc:
-                if exc.key != "stage":
-                    raise
+        self._load(project)
         return list(self._stages[project])
 
     def info(self, step: Step) -> dict:
@@ -184,9 +183,9 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
             resolved[name] = info
     steps = []
     for name in picked:
-        seconds, record = records[name]
+        seconds, record, kernels = records[name]
         if seconds is not None:
-            why = f"{seconds:.0f} s x {scale:g} ({os.path.relpath(record, root / project)}{_kernels(record)})"
+            why = f"{seconds:.0f} s x {scale:g} ({os.path.relpath(record, root / project)}{kernels})"
         else:
             seconds, why = _siblings_seconds(name, records)
         minutes = round(max(scale * seconds / 60, 0.1), 1) if seconds is not None else default_minutes
@@ -201,7 +200,7 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
     return [(step, source[step.key]) for step in ordered]
 
 
-def _siblings_seconds(name: str, records: dict[str, tuple[float | None, Path | None]]) -> tuple[float | None, str]:
+def _siblings_seconds(name: str, records: dict[str, tuple[float | None, Path | None, str]]) -> tuple[float | None, str]:
     """The median recorded seconds of ``name``'s siblings and how they were chosen; (None, "") without any. Siblings,
     first found first: the same template and last part of the item, the same template, the same family (the
     template's name before ``_``)."""
@@ -210,33 +209,32 @@ def _siblings_seconds(name: str, records: dict[str, tuple[float | None, Path | N
     template, _, item = name.partition("@")
     last = item.rsplit("-", 1)[-1]
     family = template.split("_")[0]  # condense_v's family is condense's, train_dp's train's
-    for rule, same in ((f"{template}@*-{last}", lambda n: n.startswith(template + "@") and n.endswith("-" + last)),
-                       (f"{template}@*", lambda n: n.partition("@")[0] == template),
-                       (f"{family}*@*", lambda n: n.partition("@")[0].split("_")[0] == family)):
-        found = [s for n, (s, _) in records.items() if n != name and s is not None and same(n)]
-        if found and (item or rule.endswith("@*")):
-            return statistics.median(found), f"median of {len(found)} recorded {rule} ({statistics.median(found):.0f} s)"
+    rules = [(f"{template}@*-{last}", lambda n: n.startswith(template + "@") and n.endswith("-" + last))] if item else []
+    rules += [(f"{template}@*", lambda n: n.partition("@")[0] == template),
+              (f"{family}*@*", lambda n: n.partition("@")[0].split("_")[0] == family)]
+    for rule, same in rules:
+        found = [s for n, (s, _, _) in records.items() if n != name and s is not None and same(n)]
+        if found:
+            median = statistics.median(found)
+            return median, f"median of {len(found)} recorded {rule} ({median:.0f} s)"
     return None, ""
 
 
-def _recorded_seconds(outs: list[str]) -> tuple[float | None, Path | None]:
-    """The ``seconds`` of the first runtime record among a stage's outputs (a file under a ``runtime`` folder)."""
+def _recorded_seconds(outs: list[str]) -> tuple[float | None, Path | None, str]:
+    """(``seconds``, path, ``, <kernels>`` or "") of the first runtime record among a stage's outputs (a file under a
+    ``runtime`` folder; the kernels name the machine its seconds are from)."""
     for out in map(Path, outs):
         for path in _files(out) if out.exists() else []:
             if path.suffix == ".json" and "runtime" in path.parts:
                 try:
-                    seconds = json.loads(path.read_text()).get("seconds")
+                    record = json.loads(path.read_text())
+                    seconds = record.get("seconds")
                 except (OSError, ValueError, AttributeError):
                     continue
                 if isinstance(seconds, (int, float)):
-                    return float(seconds), path
-    return None, None
-
-
-def _kernels(record: Path) -> str:
-    """``, <kernels>`` of a runtime record (the machine its seconds are from), empty when it does not say."""
-    kernels = (json.loads(record.read_text()).get("runtime") or {}).get("cpu_capability")
-    return f", {kernels}" if kernels else ""
+                    kernels = (record.get("runtime") or {}).get("cpu_capability")
+                    return float(seconds), path, f", {kernels}" if kernels else ""
+    return None, None, ""
 
 
 def write_queue(path: Path, queue: list[tuple[Step, str]], header: str) -> None:
