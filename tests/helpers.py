@@ -20,11 +20,53 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")  # this checkout's code, 
 THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
+_ZYGOTE: dict[str, str] = {}  # this process's warm server: its socket and the folder of its `python` shim
+
+
+def zygote_env() -> dict[str, str]:
+    """PATH and ``OSFL_ZYGOTE`` that send this process's ``python -m osfl...`` commands to a warm server
+    (``tests/zygote.py``), started on first use and stopped when the process ends; ``{}`` with ``OSFL_NO_ZYGOTE=1``.
+    The first call waits (up to 120 s) for the server to import torch; should it not come up, the shim runs
+    every command in a fresh interpreter."""
+    if os.environ.get("OSFL_NO_ZYGOTE") == "1":
+        return {}
+    if not _ZYGOTE:
+        import atexit
+
+        import zygote
+
+        folder = tempfile.mkdtemp(prefix="osfl-zygote-")
+        zygote.shim(folder, THREADS)
+        sock = os.path.join(folder, "socket")
+        env = {**os.environ, "PYTHONPATH": SRC, **THREADS}
+        proc = subprocess.Popen([sys.executable, str(Path(zygote.__file__)), "serve", sock], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, start_new_session=True)
+        atexit.register(lambda: (proc.kill(), shutil.rmtree(folder, ignore_errors=True)))
+        deadline = time.monotonic() + 120
+        while not os.path.exists(sock) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)  # the server imports torch first (each command started meanwhile would import it too)
+        _ZYGOTE.update(socket=sock, bin=folder)
+    return {"OSFL_ZYGOTE": _ZYGOTE["socket"], "PATH": _ZYGOTE["bin"] + os.pathsep + BIN}
+
+
+def zygote_served() -> list[dict]:
+    """The commands this process's warm server ran (``argv``, ``cwd``), oldest first; [] when none is running."""
+    log = Path(_ZYGOTE["bin"]) / "served.jsonl" if _ZYGOTE else None
+    if log is None or not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
 def sh(*args, cwd, check=True, env_extra=None) -> subprocess.CompletedProcess:
     """Run a command; a ``dvc``/``python -m osfl.stages`` command's wall time and its stages' times (start-up and
-    imports, work) go to the suite's time log (``OSFL_SUITE_TIMES``, printed at the end of the run)."""
+    imports, work) go to the suite's time log (``OSFL_SUITE_TIMES``, printed at the end of the run).
+    ``python -m osfl...`` commands, the stages' included, run in children of a warm interpreter (``zygote_env``);
+    ``env_extra={"OSFL_ZYGOTE": ""}`` runs them in fresh ones."""
     env = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
            "DVC_NO_ANALYTICS": "1", "PYTHONPATH": SRC, **THREADS}
+    warm = zygote_env()
+    if warm:
+        env.update(OSFL_ZYGOTE=warm["OSFL_ZYGOTE"], PATH=warm["PATH"] + os.pathsep + os.environ.get("PATH", ""))
     env.update(env_extra or {})
     stage_log = tempfile.NamedTemporaryFile(prefix="stages-", suffix=".jsonl", delete=False)
     stage_log.close()

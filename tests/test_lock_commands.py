@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 PROJECTS = [ROOT] + sorted(p.parent.parent for p in (ROOT / "papers").glob("*/.dvc/config"))
 #: stages whose command DVC's lock would change, not yet run, and why they stay so: OFedED's Table 1 columns at
 #: Dir(0.05) share their command with the committed Dir(0.1) and Dir(0.3) runs (an empty `set` or `flags`); making
-#: the double space go means re-running those. Mend them with the split's first run.
-KNOWN = {("papers/ofeded", f"server@fmnist-dir0.05-0-col{c}") for c in (0, 2, 3, 6)}
+#: the double space go means re-running those. Mend them with the split's first run. Every seed of params.yaml.
+KNOWN = {("papers/ofeded", f"server@fmnist-dir0.05-{s}-col{c}") for c in (0, 2, 3, 6)
+         for s in yaml.safe_load((ROOT / "papers" / "ofeded" / "params.yaml").read_text())["seeds"]}
 
 
 def _round_trip(name: str, cmd: str) -> str:

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import host_facts, repo_copy, sh
+from helpers import host_facts, repo_copy, sh, zygote_env, zygote_served
 
 from osfl.live import read_curve
 
@@ -220,11 +220,19 @@ def test_failed_experiment_loses_nothing(smoke_repo):
 
 def test_stages_pin_record_and_reproduce_bit_for_bit(smoke_repo):
     """The reproducibility promise on one machine: running train_clients and a data-free server again (new
-    processes, same params) gives byte-identical models; each records device, CPU, kernel ISA and threads."""
+    processes, same params) gives byte-identical models; each records device, CPU, kernel ISA and threads.
+    The suite's `dvc repro` ran ``main``'s stages as children of its warm interpreter (tests/zygote.py); ``again``
+    runs in fresh interpreters, so this also checks that the warm server changes no output."""
     work, _, _ = smoke_repo
     again = ("--experiment", "again", "--partition-of", "main", "--no-progress")
-    sh("python", "-m", "osfl.stages.train_clients", *again, cwd=work)
-    sh("python", "-m", "osfl.stages.server", *again, "--method", "dense", cwd=work)
+    fresh = {"OSFL_ZYGOTE": ""}
+    if zygote_env():  # unless the suite runs with OSFL_NO_ZYGOTE=1: main's clients were trained warm
+        assert any(r["argv"][1] == "osfl.stages.train_clients" and Path(r["cwd"]).resolve() == work.resolve()
+                   for r in zygote_served())
+    served = len(zygote_served())
+    sh("python", "-m", "osfl.stages.train_clients", *again, cwd=work, env_extra=fresh)
+    sh("python", "-m", "osfl.stages.server", *again, "--method", "dense", cwd=work, env_extra=fresh)
+    assert len(zygote_served()) == served  # and again's in fresh interpreters
     for a in sorted((work / "models" / "main" / "clients").rglob("*.pt")):
         b = work / "models" / "again" / "clients" / a.relative_to(work / "models" / "main" / "clients")
         assert a.read_bytes() == b.read_bytes(), b
