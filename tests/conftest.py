@@ -11,7 +11,8 @@ At the end of every run (CI included) the terminal summary prints:
 
 Stage processes record themselves through ``OSFL_STAGE_TIMES`` (``osfl.stages.common.run_stage``); the commands
 through ``sh`` of ``tests/helpers.py``, which sends ``python -m osfl...`` to a warm interpreter per worker
-(``tests/zygote.py``): a stage's start-up is then its fork and its own imports, not torch's. With pytest-xdist the workers append to one file named by ``OSFL_SUITE_TIMES``.
+(``tests/zygote.py``): a stage's start-up is then its fork and its own imports, not torch's. With pytest-xdist the
+workers append to one file named by ``OSFL_SUITE_TIMES``.
 """
 import json
 import os

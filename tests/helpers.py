@@ -15,7 +15,8 @@ from pathlib import Path
 import yaml
 
 BIN = str(Path(sys.executable).parent)
-SRC = str(Path(__file__).resolve().parents[1] / "src")  # this checkout's code, also in a git worktree
+ROOT = Path(__file__).resolve().parents[1]
+SRC = str(ROOT / "src")  # this checkout's code, also in a git worktree
 # one thread per process: stages run under pytest-xdist workers that share the machine's cores
 THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
@@ -23,9 +24,15 @@ THREADS = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _ZYGOTE: dict[str, str] = {}  # this process's warm server: its socket and the folder of its `python` shim
 
 
+def paper_params(paper: str) -> dict:
+    """The committed ``papers/<paper>/params.yaml``."""
+    return yaml.safe_load((ROOT / "papers" / paper / "params.yaml").read_text())
+
+
 def zygote_env() -> dict[str, str]:
-    """PATH and ``OSFL_ZYGOTE`` that send this process's ``python -m osfl...`` commands to a warm server
-    (``tests/zygote.py``), started on first use and stopped when the process ends; ``{}`` with ``OSFL_NO_ZYGOTE=1``.
+    """``OSFL_ZYGOTE`` and the PATH (the shim's folder, the venv's, then this process's) that send ``python -m
+    osfl...`` commands to this process's warm server (``tests/zygote.py``), started on first use and stopped when
+    the process ends; ``{}`` with ``OSFL_NO_ZYGOTE=1``.
     The first call waits (up to 120 s) for the server to import torch; should it not come up, the shim runs
     every command in a fresh interpreter."""
     if os.environ.get("OSFL_NO_ZYGOTE") == "1":
@@ -46,15 +53,15 @@ def zygote_env() -> dict[str, str]:
         while not os.path.exists(sock) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)  # the server imports torch first (each command started meanwhile would import it too)
         _ZYGOTE.update(socket=sock, bin=folder)
-    return {"OSFL_ZYGOTE": _ZYGOTE["socket"], "PATH": _ZYGOTE["bin"] + os.pathsep + BIN}
+    return {"OSFL_ZYGOTE": _ZYGOTE["socket"],
+            "PATH": os.pathsep.join((_ZYGOTE["bin"], BIN, os.environ.get("PATH", "")))}
 
 
 def zygote_served() -> list[dict]:
     """The commands this process's warm server ran (``argv``, ``cwd``), oldest first; [] when none is running."""
-    log = Path(_ZYGOTE["bin"]) / "served.jsonl" if _ZYGOTE else None
-    if log is None or not log.exists():
-        return []
-    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    import zygote
+
+    return zygote.served(_ZYGOTE["bin"]) if _ZYGOTE else []
 
 
 def sh(*args, cwd, check=True, env_extra=None) -> subprocess.CompletedProcess:
@@ -64,9 +71,7 @@ def sh(*args, cwd, check=True, env_extra=None) -> subprocess.CompletedProcess:
     ``env_extra={"OSFL_ZYGOTE": ""}`` runs them in fresh ones."""
     env = {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
            "DVC_NO_ANALYTICS": "1", "PYTHONPATH": SRC, **THREADS}
-    warm = zygote_env()
-    if warm:
-        env.update(OSFL_ZYGOTE=warm["OSFL_ZYGOTE"], PATH=warm["PATH"] + os.pathsep + os.environ.get("PATH", ""))
+    env.update(zygote_env())
     env.update(env_extra or {})
     stage_log = tempfile.NamedTemporaryFile(prefix="stages-", suffix=".jsonl", delete=False)
     stage_log.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from helpers import paper_params
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECTS = [ROOT] + sorted(p.parent.parent for p in (ROOT / "papers").glob("*/.dvc/config"))
@@ -17,7 +17,7 @@ PROJECTS = [ROOT] + sorted(p.parent.parent for p in (ROOT / "papers").glob("*/.d
 #: Dir(0.05) share their command with the committed Dir(0.1) and Dir(0.3) runs (an empty `set` or `flags`); making
 #: the double space go means re-running those. Mend them with the split's first run. Every seed of params.yaml.
 KNOWN = {("papers/ofeded", f"server@fmnist-dir0.05-{s}-col{c}") for c in (0, 2, 3, 6)
-         for s in yaml.safe_load((ROOT / "papers" / "ofeded" / "params.yaml").read_text())["seeds"]}
+         for s in paper_params("ofeded")["seeds"]}
 
 
 def _round_trip(name: str, cmd: str) -> str:

@@ -16,13 +16,13 @@ import json
 import subprocess
 from pathlib import Path
 
-import yaml
+from helpers import paper_params
 
 ROOT = Path(__file__).resolve().parents[1]
 STORE = ROOT / "dvc-store"
 CAP_BYTES = 40 * 2**20  # README, "Remote storage": the shipped store stays under 40 MiB (34 until the benchmark's Dir(0.01) runs)
 PROJECTS = [ROOT] + sorted(p.parent.parent for p in (ROOT / "papers").glob("*/.dvc/config"))
-OFEDED_SEEDS = yaml.safe_load((ROOT / "papers" / "ofeded" / "params.yaml").read_text())["seeds"]
+OFEDED_SEEDS = paper_params("ofeded")["seeds"]
 NOT_SHIPPED = {  # (project, stage): why its cached outputs are not in dvc-store/
     ("papers/fedhydra", "prepare@fmnist"): "Fashion-MNIST arrays (54 MB) from the Debian package dataset-fashion-mnist",
     ("papers/hfldd", "prepare@fmnist"): "Fashion-MNIST arrays (54 MB) from the Debian package dataset-fashion-mnist",

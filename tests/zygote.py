@@ -25,6 +25,7 @@ import os
 import sys
 
 PRELOAD = ("torch", "torchvision", "numpy", "scipy", "sklearn", "pandas", "matplotlib.figure")
+SERVED = "served.jsonl"  # beside the socket: one line per request
 
 SHIM = '''#!{python} -S
 # written by tests/zygote.py: `python -m osfl...` through the suite's warm server, anything else unchanged
@@ -64,6 +65,17 @@ def shim(folder: str, threads: dict[str, str]) -> str:
         f.write(SHIM.format(python=sys.executable, threads=threads))
     os.chmod(path, 0o755)
     return path
+
+
+def served(folder: str) -> list[dict]:
+    """The requests the server whose socket lies in ``folder`` ran (``argv``, ``cwd``), oldest first."""
+    import json
+
+    log = os.path.join(folder, SERVED)
+    if not os.path.exists(log):
+        return []
+    with open(log) as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 def _recv_request(conn):
@@ -158,7 +170,7 @@ def serve(path: str) -> None:
             code = 70
             try:
                 request, fds = _recv_request(conn)
-                with open(os.path.join(os.path.dirname(path), "served.jsonl"), "a") as log:
+                with open(os.path.join(os.path.dirname(path), SERVED), "a") as log:
                     log.write(json.dumps({"argv": request["argv"], "cwd": request["cwd"]}) + "\n")
                 child = os.fork()
                 if child == 0:
