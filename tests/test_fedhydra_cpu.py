@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from helpers import paper_params
 from osfl.papers.fedhydra import cpu
 from osfl.reporting.published import load_artifacts
 
@@ -16,7 +17,7 @@ ARTS = load_artifacts(ROOT / "papers" / "fedhydra" / "published")
 def _bench(tmp_path: Path, accs: dict, failed=()) -> Path:
     """A benchmark folder: the real params on dir0.5 and 2cc at seeds 0, 1, and a record per (split, id, seed)."""
     bench = tmp_path / "benchmark"
-    params = yaml.safe_load((ROOT / "papers" / "benchmark" / "params.yaml").read_text())
+    params = paper_params("benchmark")
     params.update(splits=["dir0.5", "2cc"], seeds=[0, 1])
     params["columns"] = params["columns"] + [{"id": "fedhydra-x", "method": "fedhydra", "tag": "x", "paper": "", "set": ""}]
     (bench).mkdir(parents=True)
