@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 from helpers import paper_params
+from osfl.cpu_profile import passed
+from osfl.reporting.runs import run_name
 
 ROOT = Path(__file__).resolve().parents[1]
 OFEDED = ROOT / "papers" / "ofeded"
@@ -19,13 +21,11 @@ def _ofeded_line() -> str:
 
 
 def _cell(split: str, col_id: str) -> str:
-    rec = OFEDED / "results" / f"fmnist-{split}-s0" / "runs" / f"{col_id}.json"
+    rec = OFEDED / "results" / run_name("fmnist", split, 0) / "runs" / f"{col_id}.json"
     if not rec.is_file():
         return "—"
     run = json.loads(rec.read_text())
-    if not all(g.get("passed", True) for g in (run.get("guards") or {}).values()):
-        return "failed guard"
-    return f"{run['acc_final']:.2f}"
+    return f"{run['acc_final']:.2f}" if passed(run) else "failed guard"
 
 
 def test_ofeded_table1_line_quotes_the_committed_seed0_runs():
