@@ -70,6 +70,23 @@ def test_a_slot_runs_what_fits_and_lands_what_finished(repo, tmp_path):
     assert not is_done(repo, queue[0])
 
 
+def test_a_rerun_step_runs_again_when_its_lock_is_current_but_its_outputs_are_nowhere(repo, tmp_path):
+    sh("dvc", "repro", "-q", "never", cwd=repo / "proj")
+    (repo / "proj" / "n.txt").unlink()
+    shutil.rmtree(repo / "proj" / ".dvc" / "cache")
+    (repo / "queue.yaml").write_text("steps: [{project: proj, stage: never, minutes: 1},"
+                                     " {project: proj, stage: never, minutes: 1, rerun: true}]")
+    with pytest.raises(ConfigError, match="listed twice"):
+        load_queue(repo / "queue.yaml")
+    kept, rerun = (Step("proj", "never", 0.1), Step("proj", "never", 0.1, rerun=True))
+    assert is_done(repo, kept) and not is_done(repo, rerun)
+    got = run(repo, [rerun], 1.0, tmp_path / "out", progress=lambda _: None)
+    assert got[0].state == "finished" and (repo / "proj" / "n.txt").read_text() == "x\n" and is_done(repo, rerun)
+    (repo / "queue.yaml").write_text("steps: [{project: proj, stage: never, minutes: 1, rerun: 1}]")
+    with pytest.raises(ConfigError, match=r"^steps\[0\]\.rerun: 1 is not true or false"):
+        load_queue(repo / "queue.yaml")
+
+
 def test_plan_follows_the_queue_s_dependencies(tmp_path):
     """A step that reads the outputs of one that does not fit is skipped, as `run` skips it."""
     root = tmp_path / "home"
@@ -100,7 +117,7 @@ def test_a_stage_whose_dependencies_differ_here_is_not_landed(repo, tmp_path):
 def test_bad_queues_fail_in_one_line(repo, tmp_path):
     bad = tmp_path / "q.yaml"
     for text, match in (("steps: []", r"^steps: .* needs a non-empty list"),
-                        ("steps: [{project: proj, stage: column}]", r"^steps\[0\]: needs exactly the keys"),
+                        ("steps: [{project: proj, stage: column}]", r"^steps\[0\]: needs the keys project, stage, minutes"),
                         ("steps: [{project: proj, stage: column, minutes: -1}]", r"^steps\[0\]\.minutes: -1 is not"),
                         ("steps: [{project: proj, stage: nope, minutes: 1}]", r"^stage: 'nope' is not a stage of")):
         bad.write_text(text)
@@ -213,13 +230,20 @@ def test_queue_lists_what_is_not_current_upstream_first_with_recorded_estimates(
     got = stale_queue(repo, "proj", scale=2.0, default_minutes=7.0)
     # server@a reads train@a's output, which is current: ready at once, first in dvc.yaml's order
     assert [(s.stage, s.minutes) for s, _ in got] == [("server@a", 7.0), ("train@b", 4.0), ("server@b", 7.0)]
-    assert got[1][1] == "median of 1 recorded train@* (120 s)"
+    assert got[1][1] == "median of 1 recorded train@* (240 s as scaled)"
     sh("dvc", "repro", "-q", "train@b", "server@a", cwd=repo / "proj")
     (repo / "proj" / "in.txt").write_text("changed")  # every train is stale now, and what reads it
     got = stale_queue(repo, "proj", patterns=["train@*", "server@b", "paper"], frozen=True)
     assert [(s.stage, s.minutes) for s, _ in got] == [("train@a", 2.0), ("train@b", 2.0), ("server@b", 0.5),
                                                       ("paper", 2.0)]
     assert got[0][1] == "120 s x 1 (runtime/train-a.json)"
+    # a record that names the kernels of the machine the queue is for is not scaled; others are, and their siblings'
+    rec = repo / "proj" / "runtime" / "train-a.json"
+    rec.write_text(json.dumps({"seconds": 120.0, "runtime": {"cpu_capability": "AVX2"}}))
+    got = dict((s.stage, (s.minutes, why)) for s, why in stale_queue(repo, "proj", scale=2.0, kernels="AVX2"))
+    assert got["train@a"] == (2.0, "120 s x 1 (runtime/train-a.json, AVX2)") and got["train@b"][0] == 4.0
+    got = dict((s.stage, s.minutes) for s, _ in stale_queue(repo, "proj", scale=2.0, kernels="AVX512"))
+    assert got["train@a"] == 4.0
     out = tmp_path / "q.yaml"
     assert main(["queue", "proj", "-o", str(out), "--root", str(repo), "--scale", "2"]) == 0
     assert [s.stage for s in load_queue(out)][:2] == ["train@a", "train@b"]

@@ -20,7 +20,8 @@ machine, what finished packed into one archive, and that archive landed in the u
   dependencies differ, or whose cached outputs stayed behind, is not landed, and the report says why.
 
 A later lending resumes: a step whose lock entry matches its dependencies and command is done and skipped, so a
-queue run in several slots runs each stage once. A stage stopped at the deadline starts again in the next slot
+queue run in several slots runs each stage once. A step with ``rerun: true`` is done only when its outputs are here
+as well: the way to remake cached outputs that a committed run kept nowhere. A stage stopped at the deadline starts again in the next slot
 (stages do not checkpoint inside; a step's ``minutes`` is its estimate, and a step that would not fit in what is
 left is not started).
 """
@@ -53,10 +54,13 @@ MANIFEST = "campaign.json"
 @dataclass(frozen=True)
 class Step:
     """One queue entry: a stage of a DVC project (a folder with dvc.yaml, relative to the repository root) and the
-    minutes it is expected to take on the lent machine."""
+    minutes it is expected to take on the lent machine. ``rerun``: the stage is done only when its outputs are in
+    the workspace too (``dvc checkout`` first), so a stage whose lock entry is current but whose cached outputs were
+    kept nowhere (not in the shipped store, not in this cache) runs again to make them and records what it made."""
     project: str
     stage: str
     minutes: float
+    rerun: bool = False
 
     @property
     def key(self) -> str:
@@ -74,7 +78,7 @@ class Outcome:
 
 
 def load_queue(path: Path) -> list[Step]:
-    """The queue file: ``steps: [{project, stage, minutes}, ...]`` in priority order; one-line errors."""
+    """The queue file: ``steps: [{project, stage, minutes[, rerun]}, ...]`` in priority order; one-line errors."""
     try:
         data = yaml.safe_load(Path(path).read_text())
     except FileNotFoundError:
@@ -84,11 +88,14 @@ def load_queue(path: Path) -> list[Step]:
         raise ConfigError("steps", f"{path} needs a non-empty list `steps` of {{project, stage, minutes}}")
     out = []
     for i, s in enumerate(steps):
-        if not isinstance(s, dict) or set(s) != {"project", "stage", "minutes"}:
-            raise ConfigError(f"steps[{i}]", "needs exactly the keys project, stage, minutes")
+        if not isinstance(s, dict) or not {"project", "stage", "minutes"} <= set(s) <= {"project", "stage", "minutes",
+                                                                                     "rerun"}:
+            raise ConfigError(f"steps[{i}]", "needs the keys project, stage, minutes (and may have rerun)")
+        if not isinstance(s.get("rerun", False), bool):
+            raise ConfigError(f"steps[{i}].rerun", f"{s['rerun']!r} is not true or false")
         if not isinstance(s["minutes"], (int, float)) or s["minutes"] <= 0:
             raise ConfigError(f"steps[{i}].minutes", f"{s['minutes']!r} is not a positive number of minutes")
-        out.append(Step(str(s["project"]), str(s["stage"]), float(s["minutes"])))
+        out.append(Step(str(s["project"]), str(s["stage"]), float(s["minutes"]), bool(s.get("rerun", False))))
     if len({s.key for s in out}) != len(out):
         raise ConfigError("steps", "a stage is listed twice")
     return out
@@ -144,7 +151,7 @@ class _Projects:
 
     def done(self, step: Step) -> bool:
         """The stage has a lock entry and it matches its command, dependencies and outputs (frozen or not; cached
-        outputs may be missing here, as on a fresh clone that did not pull them)."""
+        outputs may be missing here, as on a fresh clone that did not pull them, unless the step is a ``rerun``)."""
         stage = self.stage(step)
         if not self._locks[step.project].get(step.stage):
             return False
@@ -152,20 +159,22 @@ class _Projects:
         stage.frozen = False  # in memory only: a frozen stage's dependencies are otherwise never compared
         try:
             with _project_lock(self._repos[step.project]):
-                return not stage.changed(allow_missing=True)
+                return not stage.changed(allow_missing=not step.rerun)
         finally:
             stage.frozen = frozen
 
 
 def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, scale: float = 1.0,
-                default_minutes: float = 2.0, frozen: bool = False) -> list[tuple[Step, str]]:
+                default_minutes: float = 2.0, frozen: bool = False,
+                kernels: str | None = None) -> list[tuple[Step, str]]:
     """A queue for re-recording ``project`` or running what it has not run: its stages (those matching one of
     ``patterns``, fnmatch, if given) whose lock entry is not current or missing, frozen ones only with ``frozen``
     (paper-profile GPU stages), upstream before downstream and else in dvc.yaml's order, each with (step, where its
     estimate came from). A stage's minutes are ``scale`` times the seconds of its committed runtime record (an output
-    ``runtime/*.json`` with ``seconds``; ``scale`` converts between machines, e.g. 1.65 from AVX512 to AVX2 kernels);
-    a stage without one takes the median of its siblings' (the same template and the same last part of the item,
-    e.g. ``server@*-col3``, else the same template), else ``default_minutes``."""
+    ``runtime/*.json`` with ``seconds``; ``scale`` converts between machines, e.g. 1.65 from AVX512 to AVX2 kernels,
+    and a record that names ``kernels``, those of the machine the queue is for, is taken as it is); a stage without
+    one takes the median of its siblings' (the same template and the same last part of the item, e.g.
+    ``server@*-col3``, else the same template), each scaled so, else ``default_minutes``."""
     root = Path(root).resolve()
     picked, source, resolved, records = [], {}, {}, {}
     with _Projects(root) as projects:
@@ -175,7 +184,9 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
             if not stage.cmd:
                 continue
             info = projects.info(step)
-            records[name] = _recorded_seconds(info["outs"])
+            seconds, record, made_with = _recorded_seconds(info["outs"])
+            factor = 1.0 if kernels is not None and made_with == kernels else scale
+            records[name] = (None if seconds is None else seconds * factor, record, made_with, factor)
             if (patterns and not any(fnmatch.fnmatchcase(name, pat) for pat in patterns)) \
                     or (stage.frozen and not frozen) or projects.done(step):
                 continue
@@ -183,12 +194,13 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
             resolved[name] = info
     steps = []
     for name in picked:
-        seconds, record, kernels = records[name]
+        seconds, record, made_with, factor = records[name]
         if seconds is not None:
-            why = f"{seconds:.0f} s x {scale:g} ({os.path.relpath(record, root / project)}{kernels})"
+            why = (f"{seconds / factor:.0f} s x {factor:g} ({os.path.relpath(record, root / project)}"
+                   f"{', ' + made_with if made_with else ''})")
         else:
             seconds, why = _siblings_seconds(name, records)
-        minutes = round(max(scale * seconds / 60, 0.1), 1) if seconds is not None else default_minutes
+        minutes = round(max(seconds / 60, 0.1), 1) if seconds is not None else default_minutes
         steps.append(Step(project, name, minutes))
         source[steps[-1].key] = why if seconds is not None else "no runtime record here or in its siblings: the default"
     upstream = _upstream({step.key: resolved[step.stage] for step in steps})
@@ -200,8 +212,9 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
     return [(step, source[step.key]) for step in ordered]
 
 
-def _siblings_seconds(name: str, records: dict[str, tuple[float | None, Path | None, str]]) -> tuple[float | None, str]:
-    """The median recorded seconds of ``name``'s siblings and how they were chosen; (None, "") without any. Siblings,
+def _siblings_seconds(name: str, records: dict[str, tuple]) -> tuple[float | None, str]:
+    """The median of ``name``'s siblings' recorded seconds (each already scaled: ``records`` as :func:`stale_queue`
+    keeps them) and how they were chosen; (None, "") without any. Siblings,
     first found first: the same template and last part of the item, the same template, the same family (the
     template's name before ``_``)."""
     import statistics
@@ -213,15 +226,15 @@ def _siblings_seconds(name: str, records: dict[str, tuple[float | None, Path | N
     rules += [(f"{template}@*", lambda n: n.partition("@")[0] == template),
               (f"{family}*@*", lambda n: n.partition("@")[0].split("_")[0] == family)]
     for rule, same in rules:
-        found = [s for n, (s, _, _) in records.items() if n != name and s is not None and same(n)]
+        found = [s for n, (s, *_) in records.items() if n != name and s is not None and same(n)]
         if found:
             median = statistics.median(found)
-            return median, f"median of {len(found)} recorded {rule} ({median:.0f} s)"
+            return median, f"median of {len(found)} recorded {rule} ({median:.0f} s as scaled)"
     return None, ""
 
 
 def _recorded_seconds(outs: list[str]) -> tuple[float | None, Path | None, str]:
-    """(``seconds``, path, ``, <kernels>`` or "") of the first runtime record among a stage's outputs (a file under a
+    """(``seconds``, path, kernels or "") of the first runtime record among a stage's outputs (a file under a
     ``runtime`` folder; the kernels name the machine its seconds are from)."""
     for out in map(Path, outs):
         for path in _files(out) if out.exists() else []:
@@ -233,7 +246,7 @@ def _recorded_seconds(outs: list[str]) -> tuple[float | None, Path | None, str]:
                     continue
                 if isinstance(seconds, (int, float)):
                     kernels = (record.get("runtime") or {}).get("cpu_capability")
-                    return float(seconds), path, f", {kernels}" if kernels else ""
+                    return float(seconds), path, str(kernels or "")
     return None, None, ""
 
 

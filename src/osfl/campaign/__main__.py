@@ -36,7 +36,11 @@ def main(argv=None) -> int:
                    help="only stages matching this name pattern (repeatable; e.g. 'server@*')")
     s.add_argument("--scale", type=float, default=1.0,
                    help="minutes = scale x the seconds of a stage's committed runtime record (default 1; 1.65 from "
-                        "records made with AVX512 kernels to a run with AVX2 ones)")
+                        "records made with AVX512 kernels to a run with AVX2 ones); records made with --kernels "
+                        "are taken as they are")
+    s.add_argument("--kernels", default=None,
+                   help="the CPU kernels of the machine the queue is for (default: this machine's, e.g. AVX2; "
+                        "'none' scales every record, for a queue that runs elsewhere, e.g. on a lent GPU)")
     s.add_argument("--default-minutes", type=float, default=2.0, help="estimate of a stage without a record")
     s.add_argument("--frozen", action="store_true", help="include frozen (paper-profile) stages")
     s.add_argument("--root", type=Path, default=Path("."), help="the repository root (default: here)")
@@ -45,11 +49,17 @@ def main(argv=None) -> int:
         if args.verb == "queue":
             if args.scale <= 0 or args.default_minutes <= 0:
                 raise ConfigError("--scale" if args.scale <= 0 else "--default-minutes", "must be positive")
+            if args.kernels is None:
+                import torch
+
+                args.kernels = torch.backends.cpu.get_cpu_capability()
             queue = stale_queue(args.root, args.project, patterns=args.stage, scale=args.scale,
-                                default_minutes=args.default_minutes, frozen=args.frozen)
+                                default_minutes=args.default_minutes, frozen=args.frozen,
+                                kernels=None if args.kernels.lower() == "none" else args.kernels)
             total = sum(step.minutes for step, _ in queue)
             write_queue(args.output, queue, f"{len(queue)} stages of {args.project} whose lock entries are not "
-                                            f"current; {total:.0f} min one at a time (scale {args.scale:g})\n"
+                                            f"current; {total:.0f} min one at a time (scale {args.scale:g}, "
+                                            f"records made with {args.kernels} kernels not scaled)\n"
                                             f"python -m osfl.campaign {' '.join(sys.argv[1:]) if argv is None else ' '.join(argv)}")
             print(f"{args.output}: {len(queue)} stages, {total:.0f} min one at a time; "
                   f"`python -m osfl.campaign plan {args.output} --minutes M --pack N` schedules them")
