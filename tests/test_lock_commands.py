@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PROJECTS = [ROOT] + sorted(p.parent.parent for p in (ROOT / "papers").glob("*/.dvc/config"))
 #: stages whose command DVC's lock would change, not yet run, and why they stay so: OFedED's Table 1 columns at
 #: Dir(0.05) share their command with the committed Dir(0.1) and Dir(0.3) runs (an empty `set` or `flags`); making
-#: the double space go means re-running those (FedAvg's and F-DAFL's were: their `set` writes the default
-#: weighting out). Mend them with the split's first run. Every seed of params.yaml.
-KNOWN = {("papers/ofeded", f"server@fmnist-dir0.05-{s}-col{c}") for c in (3, 6)
+#: the double space go means re-running those (FedAvg's, F-DAFL's and Co-Boosting's were: their `set` writes a
+#: default out). Mend them with the split's first run. Every seed of params.yaml.
+KNOWN = {("papers/ofeded", f"server@fmnist-dir0.05-{s}-col{c}") for c in (3,)
          for s in paper_params("ofeded")["seeds"]}
 
 
