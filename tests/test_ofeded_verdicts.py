@@ -105,6 +105,8 @@ def test_table3_claims_compare_the_rows_beyond_the_swing(tmp_path):
     where = "Fashion-MNIST, α = 0.3, Table 3"
     assert v[f"{where}: every variant of OFedED above Co-Boosting (row 1, no part)"].verdict == "holds"
     assert v[f"{where}: all three parts (row 8) the best row"].verdict == "holds"
+    assert v[f"{where}: all three parts (row 8) the best row"].evidence.startswith(
+        "over the 4 of Table 3's 8 rows run; ")
     drop = v[f"{where}: without the class-weighted ensemble (✓ · – · ✓) below all three parts"]
     assert drop.verdict == "holds" and "difference +1.50, spread 1.00" in drop.full_evidence
     record(tmp_path, run, "ofeded-eo", 59.5, wobble(59.5, 1.0))  # row 7 (– · ✓ · ✓) half a point under row 8
