@@ -142,18 +142,13 @@ def repo_copy(repo_root: Path, work: Path, project: str = ".", one_code_dep: boo
     inside the block, through the dict it yields; on leaving, the params are written back and the copy becomes a git
     repository with ``work.parent / "remote"`` as its DVC remote (:func:`init_repo`). Its stages run on one thread
     (``runtime.threads``): the suite's xdist workers share the cores, and a project pinning more (the root's 2)
-    would oversubscribe them; a caller may set another count inside the block. Unless the copy's profile is ``cpu``,
-    its ``cpu`` block keeps only ``guards``. With ``one_code_dep`` (the default) its
+    would oversubscribe them; a caller may set another count inside the block. With ``one_code_dep`` (the default) its
     stages list their code as one folder (:func:`one_code_dep_per_stage`)."""
     copy_worktree(repo_root, work)
     pf = work / project / "params.yaml"
     params = yaml.safe_load(pf.read_text())
     params.setdefault("runtime", {})["threads"] = 1
     yield params
-    if params.get("profile") != "cpu" and isinstance(params.get("cpu"), dict):
-        # only its guards act under another profile (osfl.cpu_profile), and every stage's lock entry records the
-        # whole block, which DVC re-parses after each stage: 40 lock entries parsed in 0.99 s with it, 0.59 s without
-        params["cpu"] = {k: v for k, v in params["cpu"].items() if k == "guards"}
     pf.write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
     if one_code_dep:
         one_code_dep_per_stage(work / project / "dvc.yaml", work)
