@@ -6,9 +6,10 @@ exactly the objects that the pipelines' dvc.lock files name, nothing else, and s
 the README ("Remote storage"); pushes of your own experiments belong in your own remote
 (``dvc remote add -d --local mine <url>``).
 
-Two kinds of output are not shipped, each named here with its reason: a paper project's prepared copy of a dataset
-that a package provides (``NOT_SHIPPED``: rebuilt by its ``prepare`` stage), and frozen stages (a column computed on
-a lent GPU whose models did not come back; its results are git-tracked).
+Outputs not shipped are named here, each with its reason: whole stages (``NOT_SHIPPED``: e.g. a paper project's
+prepared copy of a dataset that a package provides, rebuilt by its ``prepare`` stage), outputs by path pattern
+(``NOT_SHIPPED_PATHS``: models over the cap), and frozen stages (a column computed on a lent GPU whose models did not
+come back; its results are git-tracked).
 """
 from __future__ import annotations
 

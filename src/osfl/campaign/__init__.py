@@ -21,9 +21,9 @@ machine, what finished packed into one archive, and that archive landed in the u
 
 A later lending resumes: a step whose lock entry matches its dependencies and command is done and skipped, so a
 queue run in several slots runs each stage once. A step with ``rerun: true`` is done only when its outputs are here
-as well: the way to remake cached outputs that a committed run kept nowhere. A stage stopped at the deadline starts again in the next slot
-(stages do not checkpoint inside; a step's ``minutes`` is its estimate, and a step that would not fit in what is
-left is not started).
+as well: the way to remake cached outputs that a committed run kept nowhere. A stage stopped at the deadline starts
+again in the next slot (stages do not checkpoint inside; a step's ``minutes`` is its estimate, and a step that would
+not fit in what is left is not started).
 """
 from __future__ import annotations
 
@@ -77,6 +77,9 @@ class Outcome:
     left_behind: list[str] = field(default_factory=list)  # cached outputs over the size cap
 
 
+STEP_KEYS = {"project", "stage", "minutes"}  # a queue step's keys; ``rerun`` may come with them
+
+
 def load_queue(path: Path) -> list[Step]:
     """The queue file: ``steps: [{project, stage, minutes[, rerun]}, ...]`` in priority order; one-line errors."""
     try:
@@ -88,8 +91,7 @@ def load_queue(path: Path) -> list[Step]:
         raise ConfigError("steps", f"{path} needs a non-empty list `steps` of {{project, stage, minutes}}")
     out = []
     for i, s in enumerate(steps):
-        if not isinstance(s, dict) or not {"project", "stage", "minutes"} <= set(s) <= {"project", "stage", "minutes",
-                                                                                     "rerun"}:
+        if not isinstance(s, dict) or not STEP_KEYS <= set(s) <= STEP_KEYS | {"rerun"}:
             raise ConfigError(f"steps[{i}]", "needs the keys project, stage, minutes (and may have rerun)")
         if not isinstance(s.get("rerun", False), bool):
             raise ConfigError(f"steps[{i}].rerun", f"{s['rerun']!r} is not true or false")
@@ -186,7 +188,9 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
             info = projects.info(step)
             seconds, record, made_with = _recorded_seconds(info["outs"])
             factor = 1.0 if kernels is not None and made_with == kernels else scale
-            records[name] = (None if seconds is None else seconds * factor, record, made_with, factor)
+            records[name] = (None, "") if seconds is None else (
+                seconds * factor, f"{seconds:.0f} s x {factor:g} ({os.path.relpath(record, root / project)}"
+                                  f"{', ' + made_with if made_with else ''})")  # (scaled seconds, where from)
             if (patterns and not any(fnmatch.fnmatchcase(name, pat) for pat in patterns)) \
                     or (stage.frozen and not frozen) or projects.done(step):
                 continue
@@ -194,12 +198,7 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
             resolved[name] = info
     steps = []
     for name in picked:
-        seconds, record, made_with, factor = records[name]
-        if seconds is not None:
-            why = (f"{seconds / factor:.0f} s x {factor:g} ({os.path.relpath(record, root / project)}"
-                   f"{', ' + made_with if made_with else ''})")
-        else:
-            seconds, why = _siblings_seconds(name, records)
+        seconds, why = records[name] if records[name][0] is not None else _siblings_seconds(name, records)
         minutes = round(max(seconds / 60, 0.1), 1) if seconds is not None else default_minutes
         steps.append(Step(project, name, minutes))
         source[steps[-1].key] = why if seconds is not None else "no runtime record here or in its siblings: the default"
@@ -212,10 +211,10 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
     return [(step, source[step.key]) for step in ordered]
 
 
-def _siblings_seconds(name: str, records: dict[str, tuple]) -> tuple[float | None, str]:
-    """The median of ``name``'s siblings' recorded seconds (each already scaled: ``records`` as :func:`stale_queue`
-    keeps them) and how they were chosen; (None, "") without any. Siblings,
-    first found first: the same template and last part of the item, the same template, the same family (the
+def _siblings_seconds(name: str, records: dict[str, tuple[float | None, str]]) -> tuple[float | None, str]:
+    """The median of ``name``'s siblings' recorded seconds (``records``: stage -> (scaled seconds or None, where
+    from), as :func:`stale_queue` keeps them) and how they were chosen; (None, "") without any. Siblings, first found
+    first: the same template and last part of the item, the same template, the same family (the
     template's name before ``_``)."""
     import statistics
 
@@ -226,7 +225,7 @@ def _siblings_seconds(name: str, records: dict[str, tuple]) -> tuple[float | Non
     rules += [(f"{template}@*", lambda n: n.partition("@")[0] == template),
               (f"{family}*@*", lambda n: n.partition("@")[0].split("_")[0] == family)]
     for rule, same in rules:
-        found = [s for n, (s, *_) in records.items() if n != name and s is not None and same(n)]
+        found = [s for n, (s, _) in records.items() if n != name and s is not None and same(n)]
         if found:
             median = statistics.median(found)
             return median, f"median of {len(found)} recorded {rule} ({median:.0f} s as scaled)"

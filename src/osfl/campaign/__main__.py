@@ -50,9 +50,9 @@ def main(argv=None) -> int:
             if args.scale <= 0 or args.default_minutes <= 0:
                 raise ConfigError("--scale" if args.scale <= 0 else "--default-minutes", "must be positive")
             if args.kernels is None:
-                import torch
+                from ..provenance.machine import this_machine
 
-                args.kernels = torch.backends.cpu.get_cpu_capability()
+                args.kernels = this_machine()["cpu_capability"]
             queue = stale_queue(args.root, args.project, patterns=args.stage, scale=args.scale,
                                 default_minutes=args.default_minutes, frozen=args.frozen,
                                 kernels=None if args.kernels.lower() == "none" else args.kernels)
