@@ -2,6 +2,7 @@
 its queue there to a deadline, and the archive it packs lands back here as dvc.lock entries written by dvc commit."""
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -247,3 +248,21 @@ def test_queue_lists_what_is_not_current_upstream_first_with_recorded_estimates(
     out = tmp_path / "q.yaml"
     assert main(["queue", "proj", "-o", str(out), "--root", str(repo), "--scale", "2"]) == 0
     assert [s.stage for s in load_queue(out)][:2] == ["train@a", "train@b"]
+
+
+def test_a_missing_runtime_record_falls_back_to_the_run_record_beside_it(tmp_path, monkeypatch):
+    """FedHydra's committed runs predate runtime records apart: a declared ``<run>/runtime/<x>.json`` that is not there
+    is estimated from ``<run>/runs/<x>.json``'s ``server_seconds``; a run record is never read for a stage whose
+    runtime record is there, nor as a record of its own."""
+    from osfl.campaign import _recorded_seconds
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r" / "runs").mkdir(parents=True)
+    (tmp_path / "r" / "runs" / "m.json").write_text(json.dumps(
+        {"server_seconds": 300.5, "runtime": {"cpu_capability": "AVX512"}}))
+    got = _recorded_seconds(["r/global/m", "r/runtime/m.json"])
+    assert got == (300.5, Path("r/runs/m.json"), "AVX512")
+    assert _recorded_seconds(["r/runs/m.json"]) == (None, None, "")  # an evaluate stage's own output
+    (tmp_path / "r" / "runtime").mkdir()
+    (tmp_path / "r" / "runtime" / "m.json").write_text(json.dumps({"seconds": 12.0}))
+    assert _recorded_seconds(["r/runtime/m.json"])[:1] == (12.0,)

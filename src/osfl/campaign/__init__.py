@@ -234,18 +234,24 @@ def _siblings_seconds(name: str, records: dict[str, tuple[float | None, str]]) -
 
 def _recorded_seconds(outs: list[str]) -> tuple[float | None, Path | None, str]:
     """(``seconds``, path, kernels or "") of the first runtime record among a stage's outputs (a file under a
-    ``runtime`` folder; the kernels name the machine its seconds are from)."""
+    ``runtime`` folder; the kernels name the machine its seconds are from). A declared ``<run>/runtime/<x>.json``
+    that is not there (a run made before runtime records were written apart, as FedHydra's committed ones) falls back
+    to the run record beside it, ``<run>/runs/<x>.json``, and its ``server_seconds``."""
     for out in map(Path, outs):
-        for path in _files(out) if out.exists() else []:
-            if path.suffix == ".json" and "runtime" in path.parts:
-                try:
-                    record = json.loads(path.read_text())
-                    seconds = record.get("seconds")
-                except (OSError, ValueError, AttributeError):
-                    continue
-                if isinstance(seconds, (int, float)):
-                    kernels = (record.get("runtime") or {}).get("cpu_capability")
-                    return float(seconds), path, str(kernels or "")
+        if out.suffix == ".json" and out.parent.name == "runtime" and not out.exists():
+            candidates = [(out.parent.parent / "runs" / out.name, "server_seconds")]
+        else:
+            candidates = [(path, "seconds") for path in (_files(out) if out.exists() else [])
+                          if path.suffix == ".json" and "runtime" in path.parts]
+        for path, key in candidates:
+            try:
+                record = json.loads(path.read_text())
+                seconds = record.get(key)
+            except (OSError, ValueError, AttributeError):
+                continue
+            if isinstance(seconds, (int, float)):
+                kernels = (record.get("runtime") or {}).get("cpu_capability")
+                return float(seconds), path, str(kernels or "")
     return None, None, ""
 
 
