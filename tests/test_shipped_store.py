@@ -25,7 +25,8 @@ STORE = ROOT / "dvc-store"
 CAP_BYTES = 40 * 2**20  # README, "Remote storage": the shipped store stays under 40 MiB (34 until the benchmark's Dir(0.01) runs)
 PROJECTS = [ROOT] + sorted(p.parent.parent for p in (ROOT / "papers").glob("*/.dvc/config"))
 OFEDED_SEEDS = paper_params("ofeded")["seeds"]
-TABLE3_CURVES_KEPT = {("dir0.3", 0), ("dir0.1", 0), ("dir0.05", 0)}  # OFedED's (split, seed) whose Table 3 rows ran with their curves shipped
+# OFedED's (split, seed) whose Table 3 rows ran with their curves shipped
+TABLE3_CURVES_KEPT = {("dir0.3", 0), ("dir0.1", 0), ("dir0.05", 0)}
 NOT_SHIPPED = {  # (project, stage): why its cached outputs are not in dvc-store/
     ("papers/fedhydra", "prepare@fmnist"): "Fashion-MNIST arrays (54 MB) from the Debian package dataset-fashion-mnist",
     ("papers/hfldd", "prepare@fmnist"): "Fashion-MNIST arrays (54 MB) from the Debian package dataset-fashion-mnist",
