@@ -154,21 +154,28 @@ def test_committed_results_are_all_current(repo_root):
 # render on a made-up results tree with stale results
 
 
-def _metrics(method: str, tag: str, acc: float) -> dict:  # the shape of results/fedhydra/<run>/metrics/*.json
-    return {"acc_best": acc + 1.0, "acc_final": acc, "best_epoch": 2, "choices": {}, "epochs": 3, "method": method,
-            "server_seconds": 1.5, "stand_in_data": False, "tag": tag, "test_samples": 10000}
-
-
-def _write_run(root: Path, run: str, accs: dict[str, float]) -> None:
+def write_run(root: Path, run: str, accs: dict[str, float], reading: str | None = "authors") -> None:
+    """A run folder as the pipeline writes it: ``runs/<key>.json`` and a dvclive curve from epoch 0 for each result,
+    ``partition/summary.json`` and ``clients.json``. ``reading`` is FedHydra's recorded reading of Alg. 1 (None: a
+    record without one)."""
     d = root / run
-    for sub in ("metrics", "curves", "extras", "partition"):
-        (d / sub).mkdir(parents=True, exist_ok=True)
+    (d / "runs").mkdir(parents=True, exist_ok=True)
     for key, acc in accs.items():
         method, _, tag = key.partition("-")
-        (d / "metrics" / f"{key}.json").write_text(json.dumps(_metrics(method, tag, acc), indent=2) + "\n")
-        if method not in ("fedavg", "ot"):
-            (d / "curves" / f"{key}.csv").write_text("epoch,test_acc\n1,20.0000\n2,30.0000\n3,%.4f\n" % acc)
-        (d / "extras" / f"{key}.json").write_text(json.dumps({"extras": {}, "method": method, "tag": tag}) + "\n")
+        choices = {"reading": reading} if method == "fedhydra" and reading else {}
+        if key == "fedhydra-literal":
+            choices = {"reading": "literal"}
+        if method == "dense":
+            choices = {"bn": 0.0 if tag == "bn0" else 1.0}
+        rec = {"acc_best": acc + 1.0, "acc_final": acc, "best_epoch": 2, "choices": choices, "epochs": 2,
+               "method": method, "server_seconds": 1.5, "stand_in_data": False, "tag": tag, "test_samples": 10000,
+               "extras": {}}
+        (d / "runs" / f"{key}.json").write_text(json.dumps(rec, indent=2) + "\n")
+        live = d / "live" / key / "plots" / "metrics"
+        live.mkdir(parents=True, exist_ok=True)
+        rows = "0\t%.4f\n" % acc if method in fh.ONE_SHOT else "0\t10.0000\n1\t%.4f\n2\t%.4f\n" % (acc + 1.0, acc)
+        (live / "test_acc.tsv").write_text("step\ttest_acc\n" + rows)
+    (d / "partition").mkdir(exist_ok=True)
     counts = [[100 if c // 2 == k else 0 for c in range(10)] for k in range(5)]
     (d / "partition" / "summary.json").write_text(json.dumps({"class_counts": counts, "num_clients": 5}) + "\n")
     (d / "clients.json").write_text(json.dumps({"local_acc_max": 50.0, "local_acc_mean": 40.0,
@@ -182,10 +189,10 @@ def test_render_leaves_out_and_lists_stale_results(repo_root, tmp_path, capsys):
     params["paper_columns"] = {"datasets": [], "splits": [], "methods": []}
     results = tmp_path / "fedhydra"
     # current: the Dir(0.5) run (fmnist-2cc is expected but missing: shown as not run)
-    _write_run(results, "fmnist-dir0.5", {"fedavg": 61.0, "dense": 55.0, "fedhydra": 57.0, "fedhydra-ae": 52.0,
+    write_run(results, "fmnist-dir0.5", {"fedavg": 61.0, "dense": 55.0, "fedhydra": 57.0, "fedhydra-ae": 52.0,
                                           "fedhydra-l0.5-1": 54.0,
                                           "fedhydra-l0-0": 99.5})  # stale: a λ row no longer in `lambdas`
-    _write_run(results, "fmnist-dir0.3", {"fedavg": 77.7, "fedhydra": 88.8})  # stale: a split no longer in `splits`
+    write_run(results, "fmnist-dir0.3", {"fedavg": 77.7, "fedhydra": 88.8})  # stale: a split no longer in `splits`
     out = tmp_path / "out"
     fh.render(params, results, tmp_path / "no-prepared-data", out, paper_results_root=tmp_path / "no-paper-results",
               published_root=str(repo_root / PIPE / "published"))
@@ -218,7 +225,7 @@ def test_no_section_when_everything_is_current(repo_root, tmp_path, capsys):
     params = committed_params(repo_root)
     params.update(splits=["dir0.5"], methods=["fedavg"], lambdas=[])
     results = tmp_path / "fedhydra"
-    _write_run(results, "fmnist-dir0.5", {"fedavg": 61.0})
+    write_run(results, "fmnist-dir0.5", {"fedavg": 61.0})
     fh.render(params, results, tmp_path / "no-prepared-data", tmp_path / "out",
               published_root=str(repo_root / PIPE / "published"))
     assert "Not rendered" not in (tmp_path / "out" / "README.md").read_text()

@@ -1,8 +1,8 @@
 """FedHydra's report over seeds and variants: mean ± std cells, variant rows, readings, the spread rule in the claim
 verdicts (the rule itself: tests/test_spread_verdicts.py).
 
-Made-up run folders: the seed-0 run in the layout before runs/ + live/ (as the committed results are), its extra
-seeds (``<run>-s<k>``) and the variants in the runs/ + live/ layout, so both loaders feed one table cell.
+Made-up run folders as the pipeline writes them (runs/ + live/): the seed-0 run, its extra seeds (``<run>-s<k>``) and
+the variants, which feed one table cell.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from helpers import compile_latex
 from test_fedhydra_claims import run as made_up_run
-from test_fedhydra_current import PIPE, _write_run, committed_params
+from test_fedhydra_current import PIPE, committed_params
+from test_fedhydra_current import write_run as write_live_run
 
 from osfl.papers import fedhydra as fh
 from osfl.reporting.comparison import render_comparison
@@ -23,32 +24,6 @@ from osfl.reporting.spread import Side, compare, format_spread, mean_std
 
 TABLE1 = ("table01", "FedHydra has the best ac")
 SA_AE = ("figure07", "SA consistently outperfo")
-
-
-def write_live_run(root: Path, run: str, accs: dict[str, float], reading: str | None = "authors") -> None:
-    """A run folder in the runs/ + live/ layout: runs/<key>.json and a curve from epoch 0 for each result."""
-    d = root / run
-    (d / "runs").mkdir(parents=True, exist_ok=True)
-    for key, acc in accs.items():
-        method, _, tag = key.partition("-")
-        choices = {"reading": reading} if method == "fedhydra" and reading else {}
-        if key == "fedhydra-literal":
-            choices = {"reading": "literal"}
-        if method == "dense":
-            choices = {"bn": 0.0 if tag == "bn0" else 1.0}
-        rec = {"acc_best": acc + 1.0, "acc_final": acc, "best_epoch": 2, "choices": choices, "epochs": 2,
-               "method": method, "server_seconds": 1.5, "stand_in_data": False, "tag": tag, "test_samples": 10000,
-               "extras": {}}
-        (d / "runs" / f"{key}.json").write_text(json.dumps(rec, indent=2) + "\n")
-        live = d / "live" / key / "plots" / "metrics"
-        live.mkdir(parents=True, exist_ok=True)
-        rows = "0\t%.4f\n" % acc if method in fh.ONE_SHOT else "0\t10.0000\n1\t%.4f\n2\t%.4f\n" % (acc + 1.0, acc)
-        (live / "test_acc.tsv").write_text("step\ttest_acc\n" + rows)
-    (d / "partition").mkdir(exist_ok=True)
-    counts = [[100 if c // 2 == k else 0 for c in range(10)] for k in range(5)]
-    (d / "partition" / "summary.json").write_text(json.dumps({"class_counts": counts, "num_clients": 5}) + "\n")
-    (d / "clients.json").write_text(json.dumps({"local_acc_max": 50.0, "local_acc_mean": 40.0,
-                                                "local_acc_min": 30.0}) + "\n")
 
 
 def spread_params(repo_root: Path) -> dict:
@@ -62,10 +37,11 @@ def spread_params(repo_root: Path) -> dict:
 
 @pytest.fixture
 def rendered(repo_root, tmp_path):
-    """Render three seeds of fmnist-dir0.5 (seed 0 in the old layout, which recorded no reading nor bn: literal and
-    bn 1, as its seeds 1 and 2 record them) and one seed of fmnist-dir0.3 (the authors' reading)."""
+    """Render three seeds of fmnist-dir0.5 (seed 0's FedHydra record names no reading, which reads as literal, as
+    its seeds 1 and 2 record it) and one seed of fmnist-dir0.3 (the authors' reading)."""
     results = tmp_path / "results"
-    _write_run(results, "fmnist-dir0.5", {"fedavg": 61.0, "dense": 57.45, "fedhydra": 50.0, "fedhydra-ae": 45.0})
+    write_live_run(results, "fmnist-dir0.5", {"fedavg": 61.0, "dense": 57.45, "fedhydra": 50.0, "fedhydra-ae": 45.0},
+                   None)
     write_live_run(results, "fmnist-dir0.5", {"fedhydra-literal": 40.0, "dense-bn0": 55.0})
     write_live_run(results, "fmnist-dir0.5-s1", {"fedavg": 62.0, "dense": 58.65, "fedhydra": 52.0}, "literal")
     write_live_run(results, "fmnist-dir0.5-s2", {"fedavg": 63.0, "dense": 59.85, "fedhydra": 54.0}, "literal")
@@ -250,13 +226,3 @@ def test_sa_ae_claim_with_seeds_and_the_readme(repo_root, tmp_path):
     assert "| figure07 | SA consistently outperforms AE (§4.2.2) | **not judged: one seed, no spread** |" in text
     assert "| **within spread** |" in text
     assert "larger of the two sides' sample standard deviations" in text and "same seeds only" in text
-
-
-def test_a_rerun_supersedes_the_old_layout(tmp_path):
-    """A result re-run in the runs/ + live/ layout is read from there, not from its older metrics/ curves/ files."""
-    _write_run(tmp_path, "fmnist-dir0.5", {"fedavg": 63.92, "fedhydra": 15.25, "dense": 58.65})
-    write_live_run(tmp_path, "fmnist-dir0.5", {"fedavg": 63.48, "fedhydra": 61.24})
-    run = fh.load_runs(tmp_path)["fmnist-dir0.5"]
-    assert run.metrics["fedavg"]["acc_final"] == 63.48 and run.metrics["fedhydra"]["acc_final"] == 61.24
-    assert run.curves["fedhydra"] == ([0.0, 1.0, 2.0], [10.0, 62.24, 61.24])
-    assert run.metrics["dense"]["acc_final"] == 58.65  # not re-run: still read from the old layout

@@ -240,3 +240,17 @@ def test_no_module_of_the_paper_layer_is_over_400_lines():
              for folder in ("papers", "reporting") for p in (src / folder).rglob("*.py")}
     assert len(sizes) > 20, sizes  # the walk found the layer
     assert {m: n for m, n in sizes.items() if n > PAPER_LAYER_MAX_LINES} == {}
+
+
+def test_one_naming_scheme_for_runs():
+    """Every paper's run folders: <dataset>-<split>-s<seed>; FedHydra's base seed alone is bare (its dvc.yaml)."""
+    from osfl.reporting.naming import run_name, seed_run
+    from osfl.reporting.spread import seed_runs
+
+    assert run_name("fmnist", "dir0.1", 0) == "fmnist-dir0.1-s0"
+    assert run_name("fmnist", "c2", 1) == "fmnist-c2-s1"  # HFLDD: C classes per client
+    assert run_name("fmnist", "dir0.5", 0, bare_seed=0) == "fmnist-dir0.5"
+    assert run_name("fmnist", "dir0.5", 2, bare_seed=0) == "fmnist-dir0.5-s2"
+    assert seed_run("fmnist-2cc", 1, bare_seed=1) == "fmnist-2cc" and seed_run("fmnist-2cc", 1) == "fmnist-2cc-s1"
+    runs = {"fmnist-dir0.5": "base", "fmnist-dir0.5-s2": "two", "fmnist-dir0.5-s0": "never read"}
+    assert seed_runs(runs, "fmnist-dir0.5", seeds=[0, 1, 2], base_seed=0) == {0: "base", 2: "two"}

@@ -1,6 +1,6 @@
 """The runs of a paper pipeline and their cells beside the paper's (shared by the paper modules).
 
-* ``run_name``: a run's folder name, ``<dataset>-<split>-s<seed>``.
+* ``run_name``: a run's folder name, ``<dataset>-<split>-s<seed>`` (:mod:`.naming`, the one scheme).
 * ``read_runs``: the run records ``results/<run>/runs/<id>.json`` of a list of entries (columns, variants) over the
   params file's datasets, splits and seeds.
 * ``read_sweep``: the same for the runs ``<run>-n<N>`` of a client-number sweep found on disk, by N.
@@ -22,12 +22,9 @@ from typing import Callable
 import pandas as pd
 
 from ..cpu_profile import passed
+from .naming import run_name
 from .spread import HOLDS, VERDICT_RULE, Verdict, count_verdicts, format_spread, mean_std
 from .tables import MARKDOWN_NA
-
-
-def run_name(dataset: str, split: str, seed) -> str:
-    return f"{dataset}-{split}-s{seed}"
 
 
 def read_runs(results_root: Path, params: dict, entries: list[dict] | None = None,

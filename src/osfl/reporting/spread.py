@@ -42,6 +42,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .naming import seed_run
+
 __all__ = ["CHANCE_MARGIN", "DOES_NOT_HOLD", "HOLDS", "NOT_JUDGED", "NOT_RUN", "NOT_TESTABLE", "VERDICTS", "WITHIN",
            "Side", "Verdict", "above_all", "clients_at_chance", "compare", "constant_samples", "count_verdicts",
            "every", "flat_at_chance", "format_spread", "late_half", "mean_std", "seed_runs", "seed_values", "swing",
@@ -50,13 +52,12 @@ __all__ = ["CHANCE_MARGIN", "DOES_NOT_HOLD", "HOLDS", "NOT_JUDGED", "NOT_RUN", "
 
 def seed_runs(runs: Mapping[str, Any], name: str, seeds: Iterable = (), base_seed: Any = 0) -> dict[Any, Any]:
     """``{seed: run}`` of the runs of ``name`` that exist in ``runs``: the base run ``name`` (seed ``base_seed``)
-    and ``<name>-s<seed>`` for each of ``seeds``, in that order."""
+    and ``<name>-s<seed>`` for each of ``seeds``, in that order (:func:`.naming.seed_run`: FedHydra's layout, whose
+    base seed's runs carry no ``-s<seed>``)."""
     out: dict[Any, Any] = {}
-    if name in runs:
-        out[base_seed] = runs[name]
-    for s in seeds:
-        if s != base_seed and f"{name}-s{s}" in runs:
-            out[s] = runs[f"{name}-s{s}"]
+    for s in (base_seed, *(s for s in seeds if s != base_seed)):
+        if (folder := seed_run(name, s, base_seed)) in runs:
+            out[s] = runs[folder]
     return out
 
 

@@ -5,9 +5,8 @@ A run is a folder ``results/<dataset>-<split>/`` (``split`` = ``dir<α>`` or ``2
 partition, train, server and evaluate stages: ``runs/<method>[-<tag>].json`` (final and best accuracy, choices in
 force, whether the data was a smoke stand-in, FedHydra's MS weights and a few synthetic images under ``extras``),
 ``live/<method>[-<tag>]/plots/metrics/test_acc.tsv`` (the accuracy curve dvclive logged during the run),
-``partition/summary.json`` and ``clients.json``. Runs recorded before that layout keep ``metrics/*.json``,
-``curves/*.csv`` and ``extras/*.json``, which are read the same way. A curve of the new layout starts at epoch 0 (the
-model before server training); ``acc_best``/``best_epoch`` are over epochs >= 1. Extra seeds of a run (params
+``partition/summary.json`` and ``clients.json``. A curve starts at epoch 0 (the model before server training);
+``acc_best``/``best_epoch`` are over epochs >= 1. Extra seeds of a run (params
 ``spread``) are run folders of their own, ``results/<dataset>-<split>-s<seed>/``, laid out the same way.
 
 :func:`render` writes ``reports/``: for every table of the paper ``<id>.tex`` + ``<id>.md`` (each cell

@@ -165,9 +165,8 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
         "also ran with the seeds of `spread.seeds` (runs `<dataset>-<split>-s<seed>`), mean ± sample std (ddof = 1) "
         f"over the seeds with their number n, the Δ from the mean (extra-seed runs present: "
         f"{', '.join(spread_runs) or 'none'}). Curves (test accuracy vs epoch) start at epoch 0, the server model "
-        "before training (runs of the `runs/` + `live/` layout; the older `curves/*.csv` start at epoch 1); best "
-        "accuracy and best epoch are over epochs >= 1. Regenerate everything with the command above; add a "
-        "dataset with `dvc exp run -S 'datasets=[mnist,fmnist]'` in papers/fedhydra/.",
+        "before training; best accuracy and best epoch are over epochs >= 1. Regenerate everything with the command "
+        "above; add a dataset with `dvc exp run -S 'datasets=[mnist,fmnist]'` in papers/fedhydra/.",
         ""]
     if not_rendered:
         lines += ["## Not rendered: results on disk that the current params do not produce", "",
@@ -176,7 +175,7 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
                   "`methods`, `lambdas`, `hetero`, `ksweep`, `multiround`, `localcurve`, `timing` or `paper_columns` "
                   "since shortened). No table, figure, claim or `runs.md` below uses them; delete them, or list their "
                   "runs in the params again to render them. Each is `<results folder>/<run>/<result>`, a result being a "
-                  "method (its `metrics/`, `curves/` and `extras/` files), `partition`, `clients`, `local_curve`, "
+                  "method (its `runs/<method>.json` record and `live/<method>/` curve), `partition`, `clients`, `local_curve`, "
                   "`timing/<method>-t<r>` or `rounds/<method>`:", ""]
         lines += [f"- `{x}`" for x in not_rendered] + [""]
     lines += ["## Artifacts", "", "| artifact | paper | files | status |", "|---|---|---|---|"]

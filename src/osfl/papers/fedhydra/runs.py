@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...live import read_curve as read_live_curve
+from ...reporting.naming import run_name, seed_run
 from ...reporting.spread import seed_values
 
 DATASETS = {"mnist": "MNIST", "fmnist": "FashionMNIST", "svhn": "SVHN", "cifar10": "CIFAR10"}
@@ -77,24 +78,15 @@ class Run:
         return self.rounds_stand_in or any(m.get("stand_in_data") for m in self.metrics.values())
 
 
-def _read_curve(path: Path) -> tuple[list[float], list[float]]:
-    with open(path) as f:
-        rows = list(csv.DictReader(f))
-    return [float(r["epoch"]) for r in rows], [float(r["test_acc"]) for r in rows]
-
-
 def _result_files(d: Path):
     """(key, kind, path) of every result file :func:`load_runs` reads in the run folder ``d``, in reading order.
-    The key names the result as :func:`expected_results` does: ``<method>[-<tag>]`` for the evaluate triple
-    (runs/ and live/, or metrics/, curves/, extras/), ``partition`` (partition/summary.json), ``clients`` (clients.json),
-    ``local_curve`` (local_curve.csv), ``timing/<method>-t<r>`` and ``rounds/<method>``."""
+    The key names the result as :func:`expected_results` does: ``<method>[-<tag>]`` for a server's record and curve
+    (runs/ and live/), ``partition`` (partition/summary.json), ``clients`` (clients.json), ``local_curve``
+    (local_curve.csv), ``timing/<method>-t<r>`` and ``rounds/<method>``."""
     for f in sorted(d.glob("runs/*.json")):  # a run's record: its numbers and extras
         yield f.stem, "run", f
     for f in sorted(d.glob("live/*/plots/metrics/test_acc.tsv")):  # its curve, as dvclive logged it
         yield f.parents[2].name, "live", f
-    for kind, pattern in (("metrics", "metrics/*.json"), ("curves", "curves/*.csv"), ("extras", "extras/*.json")):
-        for f in sorted(d.glob(pattern)):  # the layout before runs/ and live/
-            yield f.stem, kind, f
     for key, rel in (("partition", "partition/summary.json"), ("clients", "clients.json"),
                      ("local_curve", "local_curve.csv")):
         if (d / rel).exists():
@@ -118,11 +110,8 @@ def load_runs(root: Path, keep: Callable[[str, str | None], bool] | None = None)
             continue
         dataset, _, split = d.name.partition("-")
         run = Run(d.name, dataset, split, str(d))
-        rerun = {f.stem for f in d.glob("runs/*.json")}  # a result re-run in the new layout supersedes its old files
         for key, kind, f in _result_files(d):
             if keep is not None and not keep(d.name, key):
-                continue
-            if kind in ("metrics", "curves", "extras") and key in rerun:
                 continue
             if kind == "run":
                 rec = json.loads(f.read_text())
@@ -130,12 +119,6 @@ def load_runs(root: Path, keep: Callable[[str, str | None], bool] | None = None)
                 run.metrics[key] = rec
             elif kind == "live":
                 run.curves[key] = read_live_curve(f.parents[2])
-            elif kind == "metrics":
-                run.metrics[key] = json.loads(f.read_text())
-            elif kind == "curves":
-                run.curves[key] = _read_curve(f)
-            elif kind == "extras":
-                run.extras[key] = json.loads(f.read_text()).get("extras", {})
             elif kind == "partition":
                 run.partition = json.loads(f.read_text())
             elif kind == "clients":
@@ -209,7 +192,7 @@ def expected_results(params: dict) -> dict[str, set[str]]:
                 add(f"{ds}-{s}", key)
         for s in map(_interp, _items(spread.get("splits"))):  # stages spread_clients and spread_server
             for seed in map(_interp, _items(spread.get("seeds"))):
-                add(f"{ds}-{s}-s{seed}", "partition", "clients", *methods)
+                add(run_name(ds, s, seed), "partition", "clients", *methods)
     h = sub("hetero")
     for ds in map(_interp, _items(h.get("datasets"))):
         for s in map(_interp, _items(h.get("splits"))):
@@ -278,7 +261,7 @@ def over_seeds(runs: dict[str, Run], name: str, key: str, seeds=(), base_seed=0,
     vals = seed_values(runs, name, lambda r: r.acc(key, which), seeds, base_seed,
                        same=lambda r: _config(key, r.metrics.get(key)), left_out=lo)
     if left_out is not None:
-        left_out += [f"{name if k == base_seed else f'{name}-s{k}'}/{key}" for k in lo]
+        left_out += [f"{seed_run(name, k, base_seed)}/{key}" for k in lo]
     return vals
 
 

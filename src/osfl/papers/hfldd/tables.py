@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ...cost.traffic import fedavg_traffic, fedseq_traffic, hfldd_traffic, rounds_to_target
+from ...reporting.naming import run_name
 from ...reporting.published import load_published_table
 from ...reporting.spread import format_spread, mean_std
 from ...reporting.tables import MARKDOWN_NA
@@ -37,10 +38,6 @@ COMMANDS = {
 }
 SCHEMATICS = {"table1": "notation only", "fig1": "schematic", "fig2": "schematic",
               "fig4": "architectures: parameter counts tested (tests/test_models.py) and checked below"}
-
-
-def run_name(dataset: str, classes: int, seed) -> str:
-    return f"{dataset}-c{classes}-s{seed}"
 
 
 def _read(path: Path):
@@ -78,7 +75,7 @@ def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[di
         for c in params.get("classes") or []:
             recs = []
             for seed in params.get("seeds") or [0]:
-                run = read_run(results_root, run_name(ds, c, seed))
+                run = read_run(results_root, run_name(ds, f"c{c}", seed))
                 if run["rounds"] or run["clustering"] or run["ksweep"]:
                     recs.append({**run, "seed": seed, "C": int(c), "profile": params.get("profile")})
             out[(ds, int(c))] = recs
