@@ -221,12 +221,32 @@ def _row_sides(art, runs: dict[str, Run], base_seed=0) -> dict[tuple[str, str], 
                     put(str(k), label, run, m, run.acc(m), run.curves.get(m, (None, None))[1])
     elif art.id in ROUND_TABLES:
         ds, split = ROUND_TABLES[art.id]
-        run = runs.get(f"{ds}-{split}")
-        for m, label in SHORT.items():
-            rounds = run.rounds.get(m, {}) if run else {}
-            for t, v in rounds.items():
-                put(f"T={t}", label, run, None, v, [rounds[r] for r in sorted(rounds) if r <= t])
+        out.update(round_sides(runs.get(f"{ds}-{split}"), base_seed))
     return out
+
+
+def round_sides(run: Run | None, base_seed=0) -> dict[tuple[str, str], Side]:
+    """The multi-round cells of ``run``: (``"T=<t>"``, method label) -> a one-seed side, the accuracy after round t
+    with the clients' degenerate reason and, as its spread, the method's round-to-round swing over the last half of
+    all its rounds (the same for every t: the rounds before t alone would leave the first rows without one)."""
+    out: dict[tuple[str, str], Side] = {}
+    for m, label in SHORT.items():
+        rounds = run.rounds.get(m, {}) if run else {}
+        spread = _swing([rounds[r] for r in sorted(rounds)])
+        for t, v in rounds.items():
+            out[(f"T={t}", label)] = Side(label, {base_seed: v}, {base_seed: spread}, {base_seed: _degenerate(run, None)})
+    return out
+
+
+def best_every_row(cells: dict[tuple[str, str], Side], fh: str, others: list[str]) -> Verdict:
+    """FedHydra's column ``fh`` above every column of ``others`` in each row of ``cells`` that has both, led by how
+    many rows were judged (:func:`osfl.reporting.spread.above_all`, :func:`~osfl.reporting.spread.every`)."""
+    parts = []
+    for row in sorted({r for r, _ in cells}):
+        rivals = [cells[(row, c)] for c in others if (row, c) in cells]
+        if (row, fh) in cells and rivals:
+            parts.append((row, above_all(cells[(row, fh)], rivals)))
+    return _with_lead(every(parts), f"{len(parts)} row(s) run")
 
 
 def row_claims(arts, runs: dict[str, Run], lambdas: list[dict], base_seed=0) -> list[dict]:
@@ -236,14 +256,8 @@ def row_claims(arts, runs: dict[str, Run], lambdas: list[dict], base_seed=0) -> 
     for art in arts:
         if art.id not in ROW_CLAIMS:
             continue
-        cells = _row_sides(art, runs, base_seed)
         fh, others = ROW_CLAIMS[art.id]
-        parts = []
-        for row in sorted({r for r, _ in cells}):
-            rivals = [cells[(row, c)] for c in others if (row, c) in cells]
-            if (row, fh) in cells and rivals:
-                parts.append((row, above_all(cells[(row, fh)], rivals)))
-        out.append(_with_lead(every(parts), f"{len(parts)} row(s) run").record(
+        out.append(best_every_row(_row_sides(art, runs, base_seed), fh, others).record(
             artifact=art.id, claim="FedHydra is the best server method in every row"))
     return out
 

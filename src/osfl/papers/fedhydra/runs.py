@@ -66,6 +66,7 @@ class Run:
     clients: dict | None = None
     rounds: dict = field(default_factory=dict)  # method[-tag] -> {T: test accuracy after round T} (multi-round)
     rounds_stand_in: bool = False
+    rounds_epochs: dict = field(default_factory=dict)  # method[-tag] -> local epochs run in each round
     local_curve: dict | None = None  # Fig. 8: column -> values (epoch, fedavg, client_k)
     timing: dict = field(default_factory=dict)  # <method>-t<r> -> server manifest (seconds, runtime)
 
@@ -133,6 +134,7 @@ def load_runs(root: Path, keep: Callable[[str, str | None], bool] | None = None)
                 rec = json.loads(f.read_text())
                 run.rounds[f.stem] = {int(r["round"]): float(r["test_acc"]) for r in rec["rounds"]}
                 run.rounds_stand_in = run.rounds_stand_in or bool(rec.get("stand_in_data"))
+                run.rounds_epochs[f.stem] = rec.get("local_epochs_run")
         runs[d.name] = run
     return runs
 
