@@ -230,11 +230,12 @@ def round_sides(run: Run | None, base_seed=0) -> dict[tuple[str, str], Side]:
     with the clients' degenerate reason and, as its spread, the method's round-to-round swing over the last half of
     all its rounds (the same for every t: the rounds before t alone would leave the first rows without one)."""
     out: dict[tuple[str, str], Side] = {}
+    degenerate = _degenerate(run, None) if run else None
     for m, label in SHORT.items():
         rounds = run.rounds.get(m, {}) if run else {}
         spread = _swing([rounds[r] for r in sorted(rounds)])
         for t, v in rounds.items():
-            out[(f"T={t}", label)] = Side(label, {base_seed: v}, {base_seed: spread}, {base_seed: _degenerate(run, None)})
+            out[(f"T={t}", label)] = Side(label, {base_seed: v}, {base_seed: spread}, {base_seed: degenerate})
     return out
 
 

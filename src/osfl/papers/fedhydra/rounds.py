@@ -18,17 +18,12 @@ DATASET = "fmnist"
 IN_PLACE_OF = "Fashion-MNIST in place of SVHN / CIFAR-10"
 
 
-def stem(run: Run) -> str:
-    return f"rounds_{run.name}"
-
-
 def round_cells(run: Run) -> pd.DataFrame:
-    """A row per global round T (``T=<t>``), a column per server method: the test accuracy after round T."""
-    rows = {f"T={t}": {} for t in sorted({t for r in run.rounds.values() for t in r})}
-    for m, label in SHORT.items():
-        for t, v in run.rounds.get(m, {}).items():
-            rows[f"T={t}"][label] = v
-    df = pd.DataFrame.from_dict(rows, orient="index", columns=[v for k, v in SHORT.items() if k in run.rounds])
+    """A row per global round T (``T=<t>``, in order), a column per server method: the test accuracy after round T."""
+    cells = run.round_cells()
+    rows = sorted({r for r, _ in cells}, key=lambda r: int(r[2:]))
+    cols = [label for label in SHORT.values() if any(c == label for _, c in cells)]
+    df = pd.DataFrame([[cells.get((r, c)) for c in cols] for r in rows], index=rows, columns=cols, dtype=float)
     df.index.name = "Global round"
     return df
 
@@ -50,7 +45,7 @@ def fashion_rounds(runs: dict[str, Run], out: Path, described: str, base_seed=0
                    f"{_split_label(run.split)}: ours only (the global model's test accuracy after round T, seed "
                    f"{base_seed}; another dataset, so no paper number beside it). E run per round: "
                    f"{', '.join(map(str, epochs)) or 'not recorded'}.")
-        s = stem(run)
+        s = f"rounds_{run.name}"
         files += write_table(df, out / s, caption, f"tab:{s}", notes=described)
         status[s] = (f"{int(df.notna().sum().sum())} cells, {len(df.columns)} methods x T = 1..{len(df)} "
                      f"({IN_PLACE_OF}, run {name})")

@@ -74,6 +74,10 @@ class Run:
         m = self.metrics.get(key)
         return None if m is None else float(m[which])
 
+    def round_cells(self) -> dict[tuple[str, str], float]:
+        """(``"T=<t>"``, method label) -> the test accuracy after global round t (Tables 5, 8, 11-18)."""
+        return {(f"T={t}", label): v for m, label in SHORT.items() for t, v in self.rounds.get(m, {}).items()}
+
     @property
     def stand_in(self) -> bool:
         return self.rounds_stand_in or any(m.get("stand_in_data") for m in self.metrics.values())

@@ -59,9 +59,7 @@ def table_cells(art: Artifact, runs: dict[str, Run], lambdas: list[dict], seeds=
     elif art.id in ROUND_TABLES:
         ds, split = ROUND_TABLES[art.id]
         run = runs.get(f"{ds}-{split}")
-        for m, label in SHORT.items():
-            for t, v in (run.rounds.get(m, {}) if run else {}).items():
-                ours[(f"T={t}", label)] = v
+        ours.update(run.round_cells() if run else {})
     elif art.id == "table06":
         for ds, label in DATASETS.items():
             run = runs.get(f"{ds}-dir0.5")
