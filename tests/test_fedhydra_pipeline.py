@@ -178,7 +178,7 @@ def test_full_paper_grid_resolves(repo_root, tmp_path):
         params["datasets"] = ["mnist", "fmnist", "svhn", "cifar10"]
         params["hetero"]["datasets"] = ["cifar10", "svhn"]
         params["ksweep"]["datasets"] = ["svhn", "cifar10"]
-        params["multiround"]["datasets"] = ["cifar10", "svhn"]
+        params["multiround"].update(datasets=["cifar10", "svhn"], splits=list(params["splits"]))  # the paper's five
         params["localcurve"]["datasets"] = ["cifar10"]
         params["timing"]["datasets"] = ["cifar10"]
         params["paper_columns"] = {"datasets": [], "splits": [], "methods": []}
