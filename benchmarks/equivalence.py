@@ -50,6 +50,8 @@ def canon(value):
         return str(value)
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
+    if callable(value) and hasattr(value, "__qualname__"):  # a dataset's loader: its name, not its address
+        return f"{value.__module__}.{value.__qualname__}"
     return repr(value)
 
 
