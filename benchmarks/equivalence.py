@@ -124,13 +124,17 @@ def dump(path: Path) -> None:
         for name, cmds in tqdm(stage_commands(project), desc=project.name, leave=False, disable=None):
             result[f"{project.relative_to(ROOT)}:{name}"] = [resolve_stage(c) for c in cmds]
     os.chdir(ROOT)
-    path.write_text(json.dumps(result, sort_keys=True))
+    import osfl
+
+    path.write_text(json.dumps({"code": str(Path(osfl.__file__).parent), "stages": result}, sort_keys=True))
 
 
 def side(src: Path, out: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(src) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     subprocess.run([sys.executable, "-m", "benchmarks.equivalence", "--dump", str(out)], cwd=ROOT, env=env, check=True)
-    return json.loads(out.read_text())
+    dumped = json.loads(out.read_text())
+    print(f"code from {dumped['code']}")
+    return dumped["stages"]
 
 
 def main(argv=None) -> int:
@@ -152,7 +156,7 @@ def main(argv=None) -> int:
     differ = sorted(k for k in old.keys() | new.keys() if old.get(k) != new.get(k))
     loaded = sum(1 for k in old if any("params" in c for c in old[k]))
     print(f"{len(old)} stages at {args.base}, {len(new)} now; {loaded} load a run configuration; "
-          f"{len(old) - len(differ) if not differ else len(set(old) - set(differ))} agree, {len(differ)} differ")
+          f"{sum(1 for k in old if k in new and old[k] == new[k])} agree, {len(differ)} differ")
     for k in differ[:20]:
         print(f"  differs: {k}")
     return 1 if differ else 0

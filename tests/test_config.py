@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from osfl.config import PROFILES, scaled_epochs, validate_main
+from osfl.config import PROFILES, RunConfig, scaled_epochs, validate
 from osfl.errors import ConfigError
 
 with open("params.yaml") as f:
@@ -26,14 +26,15 @@ def with_(**changes):
 
 
 def test_default_params_are_valid():
-    cfg = validate_main(BASE)
-    assert cfg["dataset"].name == "digits" and cfg["profile"].name == "demo" and cfg["model"] == "cnn2"
+    cfg = validate(BASE)
+    assert isinstance(cfg, RunConfig) and cfg.params is BASE
+    assert cfg.dataset.name == "digits" and cfg.profile.name == "demo" and cfg.model == "cnn2"
 
 
 def test_client_models_give_each_client_its_architecture():
-    assert validate_main(BASE)["client_models"] == ["cnn2"] * 5  # empty: every client uses `model`
-    cfg = validate_main(with_(client_models="cnn2, lenet5,lenet5_avg,cnn_m3,cnn2"))  # DVC passes a string
-    assert cfg["client_models"] == ["cnn2", "lenet5", "lenet5_avg", "cnn_m3", "cnn2"] and cfg["model"] == "cnn2"
+    assert validate(BASE).client_models == ["cnn2"] * 5  # empty: every client uses `model`
+    cfg = validate(with_(client_models="cnn2, lenet5,lenet5_avg,cnn_m3,cnn2"))  # DVC passes a string
+    assert cfg.client_models == ["cnn2", "lenet5", "lenet5_avg", "cnn_m3", "cnn2"] and cfg.model == "cnn2"
 
 
 @pytest.mark.parametrize("changes,pattern", [
@@ -59,7 +60,7 @@ def test_client_models_give_each_client_its_architecture():
 ])
 def test_bad_values_fail_with_one_line(changes, pattern):
     with pytest.raises(ConfigError, match=pattern) as e:
-        validate_main(with_(**changes))
+        validate(with_(**changes))
     assert "\n" not in str(e.value)
 
 
@@ -105,7 +106,7 @@ def test_profiles_scale_steps_per_server_epoch(method, keys):
 ])
 def test_unknown_keys_fail_with_the_nearest_known_one(changes, pattern):
     with pytest.raises(ConfigError, match=pattern) as e:
-        validate_main(with_(**changes))
+        validate(with_(**changes))
     assert "\n" not in str(e.value)
 
 
@@ -113,9 +114,9 @@ def test_paper_params_files_admit_their_own_keys_only():
     with open("papers/fedhydra/params.yaml") as f:
         fh = yaml.safe_load(f)
     fh = {**fh, "model": fh["model"]["fmnist"]}
-    validate_main(fh, params_file="papers/fedhydra/params.yaml")
+    validate(fh, params_file="papers/fedhydra/params.yaml")
     with pytest.raises(ConfigError, match=r"^hetero.server_modle: unknown key; did you mean hetero.server_model\?"):
-        validate_main({**fh, "hetero": {**fh["hetero"], "server_modle": "x"}}, params_file="papers/fedhydra/params.yaml")
+        validate({**fh, "hetero": {**fh["hetero"], "server_modle": "x"}}, params_file="papers/fedhydra/params.yaml")
 
 
 def test_params_yaml_writes_only_what_differs_from_the_defaults():
@@ -137,16 +138,16 @@ def test_params_yaml_writes_only_what_differs_from_the_defaults():
         for key, value in (BASE.get(section) or {}).items():
             assert value != default[key], f"{section}.{key} is at its default"
     # a key added with `++` (as `dvc exp run -S ++server.dense.adv=0.5` writes it) is validated like any other
-    assert validate_main({**BASE, "server": {**BASE["server"], "dense": {"adv": 0.5}}})
+    assert validate({**BASE, "server": {**BASE["server"], "dense": {"adv": 0.5}}})
     with pytest.raises(ConfigError, match=r"^server.dense.avd: unknown key; did you mean server.dense.adv\?"):
-        validate_main({**BASE, "server": {**BASE["server"], "dense": {"avd": 0.5}}})
+        validate({**BASE, "server": {**BASE["server"], "dense": {"avd": 0.5}}})
     out = subprocess.run([sys.executable, "-m", "osfl.config"], capture_output=True, text=True, check=True).stdout
     assert yaml.safe_load(out) == defaults
 
 
 def test_runtime_device_and_threads_are_validated():
     with pytest.raises(ConfigError, match=r"^runtime.threads: must be an integer >= 1, got 0"):
-        validate_main(with_(runtime__threads=0))
+        validate(with_(runtime__threads=0))
     from osfl.runtime import get_device
 
     with pytest.raises(ConfigError, match=r"^runtime.device: unknown device 'tpu'"):

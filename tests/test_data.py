@@ -417,7 +417,10 @@ def test_stand_in_arrays_never_reach_a_quick_run(tmp_path, offline):
     from osfl.config import get_profile
     from osfl.data import load_prepared, prepare_dataset
     from osfl.data.inputs import InputPrep
-    from osfl.stages.common import ExperimentPaths, load_data, stand_in_sizes
+    from types import SimpleNamespace as Cfg  # the RunConfig fields these read
+
+    from osfl.config import ExperimentPaths
+    from osfl.stages.common import load_data, stand_in_sizes
     from osfl.stages.server import aux_images
 
     spec = DATASETS.get("cifar10")
@@ -425,15 +428,15 @@ def test_stand_in_arrays_never_reach_a_quick_run(tmp_path, offline):
     root = tmp_path / "prepared"
     prepare_dataset("cifar10", root / "cifar10", stand_in=stand_in_sizes(spec, smoke))
     paths = ExperimentPaths("main", "cifar10", str(root))
-    assert load_data(paths, {"profile": smoke, "inputs": InputPrep()}).stand_in
+    assert load_data(paths, Cfg(profile=smoke, inputs=InputPrep())).stand_in
     with pytest.raises(ConfigError, match=r"^profile: .*stand-in arrays .*never used at this profile") as e:
-        load_data(paths, {"profile": quick, "inputs": InputPrep()})
+        load_data(paths, Cfg(profile=quick, inputs=InputPrep()))
     assert "\n" not in str(e.value)
     with pytest.raises(ConfigError, match="stand-in"):
         load_prepared(root / "cifar10")  # the default refuses them too
-    cfg = {"profile": smoke, "mirror": None, "seed": 0, "inputs": InputPrep()}
+    cfg = Cfg(profile=smoke, mirror=None, seed=0, inputs=InputPrep())
     import torch
 
     assert aux_images("cifar100", paths, cfg, torch.device("cpu")).shape[1:] == (3, 32, 32)  # stand-in at smoke
     with pytest.raises(ConfigError, match=r"^server.feddf.aux_data: cifar100 cannot be loaded"):
-        aux_images("cifar100", paths, {**cfg, "profile": quick}, torch.device("cpu"))
+        aux_images("cifar100", paths, Cfg(**{**vars(cfg), "profile": quick}), torch.device("cpu"))

@@ -76,7 +76,7 @@ def test_table10_parts_are_ranges_of_clients_with_a_model_each():
     """Table X's parts as params.yaml writes them: the eight large classifiers are clients 0-7 in the SPEC's order,
     trained with Adam 5e-4 (the part's local over the shared SGD); the small clients are 8-9; bad parts fail naming
     the key."""
-    from osfl.stages.common import merge_per_dataset
+    from osfl.config import merge_per_dataset
     from osfl.stages.train_part import resolve_part
 
     params = merge_per_dataset({**yaml.safe_load((PAPER / "params.yaml").read_text()), "dataset": "emnist"})

@@ -12,10 +12,9 @@ import torch
 import yaml
 
 from osfl.clients.cohort import initial_states
-from osfl.config import get_profile, validate_main
+from osfl.config import ExperimentPaths, get_profile, validate
 from osfl.errors import ConfigError
 from osfl.protocols.multi_round import RoundsConfig, read_rounds
-from osfl.stages.common import ExperimentPaths
 from osfl.stages import rounds as rounds_stage
 
 SHAPE = (1, 28, 28)
@@ -49,8 +48,8 @@ def setting(tmp_path_factory):
 
 
 def run(params, T=2, local_epochs=50, **hooks):
-    cfg = validate_main(params)
-    rounds = read_rounds({"rounds": {"T": T, "local_epochs": local_epochs}}, cfg["profile"])
+    cfg = validate(params)
+    rounds = read_rounds({"rounds": {"T": T, "local_epochs": local_epochs}}, cfg.profile)
     return rounds_stage.run(params, cfg, ExperimentPaths("main", "digits"), hooks.pop("method", "fedavg"), rounds,
                             torch.device("cpu"), progress=False, **hooks)
 

@@ -41,8 +41,7 @@ import pytest
 import yaml
 from helpers import BIN, sh
 
-from osfl.config import validate_main
-from osfl.stages.common import resolve_per_dataset
+from osfl.config import for_dataset, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -257,10 +256,11 @@ def _check_overrides(cmd: Command, sets: list[str]) -> None:
         _set_key(params, key.lstrip("+"), yaml.safe_load(raw), add, cmd)
     for target, params in by_file.items():
         if isinstance(params.get("model"), dict):  # a paper's per-dataset models: validate its first dataset
-            params = resolve_per_dataset({**params, "dataset": params.get("datasets", [params["dataset"]])[0]})
+            dataset = params.get("datasets", [params.get("dataset")])[0]
+            params = {**params, "dataset": dataset, "model": for_dataset(params["model"], dataset, "model")}
         if params.get("data", {}).get("mirror"):
             params["data"]["mirror"] = ""  # a folder on the user's machine
-        validate_main(params, params_file=target if target != "params.yaml" else None)
+        validate(params, params_file=target if target != "params.yaml" else None)
 
 
 def _check_target(cmd: Command, target: str, glob: bool) -> None:

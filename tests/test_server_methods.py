@@ -221,7 +221,9 @@ def test_feddf_aux_data_offline(tmp_path, monkeypatch, profile, stand_in):
     sizes are offered (the data layer then writes generated arrays, marked stand_in in meta.json)."""
     import osfl.stages.server as server
     from osfl.errors import DataUnavailableError
-    from osfl.stages.common import ExperimentPaths
+    from types import SimpleNamespace
+
+    from osfl.config import ExperimentPaths
 
     seen = {}
 
@@ -231,7 +233,7 @@ def test_feddf_aux_data_offline(tmp_path, monkeypatch, profile, stand_in):
 
     monkeypatch.setattr(server, "prepare_dataset", fake_prepare)
     paths = ExperimentPaths("main", "fmnist", str(tmp_path / "prepared"))
-    cfg = {"profile": get_profile(profile), "seed": 0, "mirror": None}
+    cfg = SimpleNamespace(profile=get_profile(profile), seed=0, mirror=None)  # the RunConfig fields it reads
     with pytest.raises(ConfigError) as e:
         server.aux_images("mnist", paths, cfg, torch.device("cpu"))
     assert str(e.value).startswith("server.feddf.aux_data: mnist cannot be loaded") and "\n" not in str(e.value)

@@ -1,4 +1,11 @@
-"""Parameters of a run: loading ``params.yaml``, the ``profile`` knob, and validation.
+"""A run's configuration, in one module: loading ``params.yaml``, merging, validation, one typed object.
+
+:func:`load_run` is the only way a stage gets its configuration. In this order it reads the params file, applies the
+``--split`` shorthand and the ``--set`` overrides, merges the paper's ``per_dataset`` values for the run's dataset
+(then the overrides again, so that they win), picks a per-dataset ``model``, applies the ``cpu`` profile's named
+reductions (:mod:`osfl.cpu_profile`, the overrides winning once more), validates every key, pins threads and device,
+and returns a frozen :class:`RunConfig`: the resolved params (for the keys a stage checks itself) beside the
+validated settings, the device and the experiment's paths.
 
 The paper's hyper-parameters are written in ``params.yaml`` unchanged. Reduced scale comes only from the
 ``profile`` key, which the stages apply when they read a value (:func:`scaled_epochs`); the value in force is
@@ -7,8 +14,10 @@ what is allowed (:class:`osfl.errors.ConfigError`).
 """
 from __future__ import annotations
 
+import copy
 import math
-from dataclasses import asdict, dataclass
+import re
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -263,12 +272,10 @@ def check_server(params: Mapping[str, Any]) -> None:
         METHODS.get(name)(**(own or {}))
 
 
-def validate_main(params: Mapping[str, Any], params_file: str | Path | None = None) -> dict[str, Any]:
-    """Check every key of the main experiment before any work; return the resolved settings.
-
-    The stages of the main pipeline all call this first, so whichever stage runs first stops a bad value.
-    ``params_file`` (``papers/<paper>/params.yaml``) admits the keys that paper's pipeline adds.
-    """
+def validate(params: Mapping[str, Any], params_file: str | Path | None = None) -> "RunConfig":
+    """Check every key of resolved ``params`` before any work; the settings as a :class:`RunConfig` (no device
+    pinned, no paths: :func:`load_run` adds them). ``params_file`` (``papers/<paper>/params.yaml``) admits the
+    keys that paper's pipeline adds."""
     # late imports: the registries import torch, and config must stay importable on its own
     from .data import get_spec
     from .methods import METHODS
@@ -310,23 +317,177 @@ def validate_main(params: Mapping[str, Any], params_file: str | Path | None = No
     from .accel import Accel
 
     runtime = Accel.from_params(params.get("runtime"))
-    return {
-        "profile": profile,
-        "seed": seed,
-        "dataset": spec,
-        "clients": clients,
-        "partition": scheme,
-        "alpha": alpha,
-        "classes_per_client": cpc,
-        "assignment": assignment,
-        "model": model,
-        "client_models": client_models,
-        "methods": methods,
-        "local": local,
-        "mirror": Path(mirror) if mirror else None,
-        "runtime": runtime,
-        "inputs": inputs,
-    }
+    return RunConfig(params=params, profile=profile, seed=seed, dataset=spec, clients=clients, partition=scheme,
+                     alpha=alpha, classes_per_client=cpc, assignment=assignment, model=model,
+                     client_models=client_models, methods=methods, local=local,
+                     mirror=Path(mirror) if mirror else None, runtime=runtime, inputs=inputs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the run configuration: one loader, one typed object
+
+
+@dataclass(frozen=True)
+class ExperimentPaths:
+    """Where an experiment's artifacts live. ``name`` is ``main`` for the main experiment; a paper pipeline
+    uses ``<paper>/<run>`` (e.g. ``fedhydra/fmnist-dir0.5``) and its own ``data_root``."""
+
+    name: str
+    dataset: str
+    data_root: str = "data/prepared"
+    partition_of: str | None = None  # another experiment whose partition this one reuses (--partition-of)
+    clients_of: str | None = None  # another experiment whose client uploads this one reads (--clients-of)
+
+    @property
+    def prepared(self) -> Path:
+        return Path(self.data_root) / self.dataset
+
+    @property
+    def partition(self) -> Path:
+        return Path("data/partitions") / (self.partition_of or self.name)
+
+    @property
+    def clients(self) -> Path:
+        return Path("models") / (self.clients_of or self.name) / "clients"
+
+    def uploads(self, name: str) -> Path:
+        """A second upload's folder of this experiment (models/<name>/<upload>: OFedED's distilled sets)."""
+        return Path("models") / self.name / name
+
+    def global_model(self, method: str) -> Path:
+        return Path("models") / self.name / "global" / method
+
+    @property
+    def results(self) -> Path:
+        return Path("results") / self.name
+
+    @property
+    def report(self) -> Path:
+        return Path("reports") / self.name
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run's configuration, validated. ``params`` is the resolved params mapping (split, overrides,
+    per-dataset values and the cpu profile applied), which a stage reads for the keys it checks itself (``server``,
+    ``cvae``, a paper's own blocks); every other field is a validated setting. :func:`load_run` sets ``device``
+    (threads and device pinned) and ``paths``; :func:`validate` alone leaves them None."""
+
+    params: Mapping[str, Any]
+    profile: Profile
+    seed: int
+    dataset: Any  # osfl.data.DatasetSpec, with the models' input shape
+    clients: int
+    partition: str
+    alpha: Any
+    classes_per_client: Any
+    assignment: str
+    model: str
+    client_models: list[str]
+    methods: list[str]
+    local: LocalTraining
+    mirror: Path | None
+    runtime: Any  # osfl.accel.Accel
+    inputs: Any  # osfl.data.inputs.InputPrep
+    device: Any = None  # torch.device
+    paths: ExperimentPaths | None = None
+
+    def replace(self, **changes) -> "RunConfig":
+        return replace(self, **changes)
+
+
+def split_params(name: str) -> dict[str, Any]:
+    """The partition keys a split shorthand stands for (paper pipelines name their runs with these).
+
+    ``dir0.5`` = Dirichlet label skew α = 0.5; ``2cc`` = 2 disjoint classes per client (FedHydra's 2c/c: client
+    k gets all samples of classes 2k-2, 2k-1, SPEC §3.2); ``iid`` = uniform split.
+    """
+    if name == "iid":
+        return {"partition": "iid"}
+    m = re.fullmatch(r"dir(\d+(?:\.\d+)?)", name)
+    if m:
+        return {"partition": "dirichlet", "alpha": float(m.group(1))}
+    m = re.fullmatch(r"(\d+)cc", name)
+    if m:
+        return {"partition": "classes_per_client", "classes_per_client": int(m.group(1)), "assignment": "disjoint"}
+    raise ConfigError("split", f"unknown split {name!r}; allowed: dir<alpha> (e.g. dir0.5), <n>cc (e.g. 2cc), iid")
+
+
+def apply_overrides(params: Mapping[str, Any], overrides: list[str]) -> dict:
+    """``KEY=VALUE`` pairs into a copy of ``params`` (dotted keys reach into mappings; VALUE parsed as YAML)."""
+    out = copy.deepcopy(dict(params))
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ConfigError("--set", f"expected KEY=VALUE, got {item!r}")
+        node = out
+        parts = key.split(".")
+        for part in parts[:-1]:
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
+        node[parts[-1]] = yaml.safe_load(raw)
+    return out
+
+
+def for_dataset(value, dataset: str, key: str):
+    """``value``, or its entry for ``dataset`` when it maps dataset names to values (a paper's per-dataset model)."""
+    if not isinstance(value, dict):
+        return value
+    if dataset not in value:
+        raise ConfigError(key, f"no architecture for dataset {dataset!r}; the mapping has {', '.join(value)}")
+    return value[dataset]
+
+
+def merge_per_dataset(params: dict) -> dict:
+    """A paper's ``per_dataset.<dataset>`` mapping (its hyper-parameters that differ by dataset, e.g. FedMHO's
+    Table III) merged over ``params`` for this run's dataset, key by key; other datasets' entries are dropped.
+    :func:`resolve_params` applies ``--set`` overrides again afterwards, so that they win over these too."""
+    per = params.get("per_dataset")
+    if per is None:
+        return params
+    if not isinstance(per, dict):
+        raise ConfigError("per_dataset", "must map dataset names to the keys that differ for them")
+    own = per.get(params.get("dataset")) or {}
+    if not isinstance(own, dict):
+        raise ConfigError(f"per_dataset.{params.get('dataset')}", "must be a mapping of keys")
+
+    def merge(base, over):
+        if isinstance(base, dict) and isinstance(over, dict):
+            return {**base, **{k: merge(base.get(k), v) for k, v in over.items()}}
+        return over
+
+    out = {k: v for k, v in params.items() if k != "per_dataset"}
+    return merge(out, own)
+
+
+def resolve_params(params: dict, split: str | None = None, overrides: list[str] = ()) -> dict:
+    """A params file's mapping as one run reads it: the split shorthand, the overrides, the paper's per-dataset
+    values (the overrides again), the per-dataset ``model``, then the cpu profile's reductions (the overrides again)."""
+    from . import cpu_profile  # late: it reads apply_overrides from here
+
+    overrides = list(overrides)
+    if split:
+        params = {**params, **split_params(split)}
+    params = apply_overrides(params, overrides)  # --set dataset=... picks the per_dataset entry
+    if "per_dataset" in params:
+        params = apply_overrides(merge_per_dataset(params), overrides)
+    if isinstance(params.get("model"), dict):  # a paper's per-dataset architecture: this run's
+        params = {**params, "model": for_dataset(params["model"], params.get("dataset"), "model")}
+    return cpu_profile.apply(params, overrides)
+
+
+def load_run(args) -> RunConfig:
+    """A stage's configuration from its command line (``osfl.stages.common.parser``'s namespace): the params file
+    resolved (:func:`resolve_params`), validated (:func:`validate`), threads, deterministic kernels and device
+    pinned before any work (``runtime.threads`` / ``runtime.device``), and the experiment's paths."""
+    from .runtime import apply_execution
+
+    params = resolve_params(load_params(args.params), getattr(args, "split", None), getattr(args, "overrides", []))
+    cfg = validate(params, params_file=args.params)
+    paths = ExperimentPaths(args.experiment, cfg.dataset.name, getattr(args, "data_root", "data/prepared"),
+                            getattr(args, "partition_of", None), getattr(args, "clients_of", None))
+    return cfg.replace(device=apply_execution(cfg.runtime.threads, cfg.runtime.device), paths=paths)
 
 
 def all_defaults() -> dict[str, Any]:

@@ -79,7 +79,7 @@ def apply(params: dict, overrides: list[str] | None = None) -> dict:
     """``params`` under its profile: for ``cpu``, the block's model replacements and ``set`` overrides, then the
     command line's ``overrides`` again (they win); other profiles unchanged. ``profile: cpu`` without a block
     fails: the profile means nothing but a paper's reductions."""
-    from .stages.common import apply_overrides  # late: stages import this module
+    from .config import apply_overrides  # late: config imports this module when it resolves a run
 
     block = validate(params.get("cpu"))
     if params.get("profile") != "cpu":

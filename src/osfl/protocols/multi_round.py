@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
-from ..config import check_int, scaled_epochs
+from ..config import RunConfig, check_int, scaled_epochs
 from ..data import ArrayData
 from ..errors import ConfigError
 from ..methods import METHODS
@@ -61,9 +61,9 @@ def read_rounds(params: Mapping[str, Any], profile: Profile) -> RoundsConfig:
     for key in rounds:
         if key not in DEFAULTS:
             raise ConfigError(f"rounds.{key}", f"unknown key; allowed: {', '.join(DEFAULTS)}")
-    cfg = {**DEFAULTS, **rounds}
-    T = check_int("rounds.T", cfg["T"], minimum=1)
-    epochs = check_int("rounds.local_epochs", cfg["local_epochs"], minimum=1)
+    given = {**DEFAULTS, **rounds}
+    T = check_int("rounds.T", given["T"], minimum=1)
+    epochs = check_int("rounds.local_epochs", given["local_epochs"], minimum=1)
     return RoundsConfig(T, epochs, scaled_epochs(epochs, profile))
 
 
@@ -82,20 +82,20 @@ def result_kind(name: str) -> str:
     return kind
 
 
-def check_protocol(cfg: dict, method: str) -> None:
+def check_protocol(cfg: RunConfig, method: str) -> None:
     """One line before any work when the protocol cannot run: a non-classifier method, or heterogeneous clients."""
     if result_kind(method) != "classifier":
         allowed = [m for m in METHODS.names() if result_kind(m) == "classifier"]
         raise ConfigError("methods", f"{method} returns kind {result_kind(method)!r}, not one global classifier, so it "
                                      f"cannot be broadcast in a multi-round run; allowed: {', '.join(allowed)}")
-    archs = cfg["client_models"]
-    if any(a != cfg["model"] for a in archs):
-        raise ConfigError("client_models", f"the multi-round protocol broadcasts the server's {cfg['model']} to "
+    archs = cfg.client_models
+    if any(a != cfg.model for a in archs):
+        raise ConfigError("client_models", f"the multi-round protocol broadcasts the server's {cfg.model} to "
                                            f"every client, got clients {sorted(set(archs))}; allowed: empty "
                                            f"(every client uses model)")
 
 
-def check_run(params: dict, cfg: dict, method: str) -> None:
+def check_run(params: dict, cfg: RunConfig, method: str) -> None:
     """Everything that can fail before any work: the protocol's limits and the method's hyper-parameters."""
     check_protocol(cfg, method)
     make_method(params, cfg, method)
@@ -111,7 +111,7 @@ class RoundsResult:
     seconds: list[dict] = field(default_factory=list)  # one per round: local and server seconds (the host's)
 
 
-def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: tuple[torch.Tensor, torch.Tensor],
+def run_rounds(params: dict, cfg: RunConfig, data: ArrayData, part: Partition, test: tuple[torch.Tensor, torch.Tensor],
                method_name: str, rounds: RoundsConfig, device: torch.device, *, progress: bool = True,
                aux_loader: Callable[[str], torch.Tensor] | None = None,
                on_round_start: Callable[[int, list[nn.Module]], None] | None = None,
@@ -124,15 +124,15 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
     start state); ``on_round_end(t, global_model)`` after the round's global model is evaluated.
     """
     check_run(params, cfg, method_name)
-    spec, profile, seed, local, accel = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["local"], cfg["runtime"]
+    spec, profile, seed, local, accel = cfg.dataset, cfg.profile, cfg.seed, cfg.local, cfg.runtime
     part.verify(data.y_train)
     augment = resolve_augment(local.augment, spec.shape)
     x_all = torch.from_numpy(data.x_train).to(device)
     y_all = torch.from_numpy(data.y_train).long().to(device)
     x_test, y_test = test
-    archs = cfg["client_models"]
+    archs = cfg.client_models
     # round 1: the one-shot pipeline's start (same seeds as train_clients)
-    start = initial_states(archs, spec.shape, spec.num_classes, seed, cfg["inputs"].norm()) if local.init == "shared" else None
+    start = initial_states(archs, spec.shape, spec.num_classes, seed, cfg.inputs.norm()) if local.init == "shared" else None
     hp = local_hparams(local, rounds.local_epochs_run, augment, accel)
     train_info = {**local.as_dict(), "epochs_run": rounds.local_epochs_run, "augment_in_force": augment,
                   "profile": profile.name, "runtime": accel.in_force(device)}
@@ -145,7 +145,7 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
         cohort = build_cohort(archs, part.client_indices, x_all, y_all, spec.shape, spec.num_classes, device,
                               seed=seed, start=start,
                               data_seed=lambda k, t=t: derive_seed(seed, "round", t, "client-data", k),
-                              inputs=cfg["inputs"].norm())
+                              inputs=cfg.inputs.norm())
         if on_round_start is not None:
             on_round_start(t, cohort.models)
         t0 = time.perf_counter()
@@ -167,7 +167,7 @@ def run_rounds(params: dict, cfg: dict, data: ArrayData, part: Partition, test: 
                         "client_accs": accs, "server_epochs": result.curve[-1]["epoch"] if result.curve else 0})
         seconds.append({"round": t, "local": round(local_seconds, 3), "server": round(server_seconds, 3)})
         choices = {**method.resolved(profile), **result.choices}
-        start = {cfg["model"]: {k: v.detach().clone() for k, v in model.state_dict().items()}}
+        start = {cfg.model: {k: v.detach().clone() for k, v in model.state_dict().items()}}
         bar.set_postfix(acc=f"{acc:.2f}", refresh=False)
         if on_round_end is not None:
             on_round_end(t, model)

@@ -12,6 +12,7 @@ from typing import Callable
 import torch
 
 from ..clients.upload import ClientUpload
+from ..config import RunConfig
 from ..errors import ConfigError
 from ..methods import METHODS
 from ..methods.base import ServerContext, ServerMethod, ServerResult
@@ -26,14 +27,14 @@ def method_params(params: dict, name: str) -> dict:
     return own
 
 
-def make_method(params: dict, cfg: dict, name: str) -> ServerMethod:
+def make_method(params: dict, cfg: RunConfig, name: str) -> ServerMethod:
     """The method ``name`` with its ``server.<name>`` hyper-parameters (it must be listed in ``methods``)."""
-    if name not in cfg["methods"]:
-        raise ConfigError("methods", f"{name!r} is not in methods={cfg['methods']}")
+    if name not in cfg.methods:
+        raise ConfigError("methods", f"{name!r} is not in methods={cfg.methods}")
     return METHODS.get(name, key="methods")(**method_params(params, name))
 
 
-def build_context(cfg: dict, uploads: list[ClientUpload], x_test: torch.Tensor, y_test: torch.Tensor,
+def build_context(cfg: RunConfig, uploads: list[ClientUpload], x_test: torch.Tensor, y_test: torch.Tensor,
                   device: torch.device, *, progress: bool, seed: int | None = None,
                   aux_loader: Callable[[str], torch.Tensor] | None = None,
                   on_epoch: Callable[[dict], None] | None = None,
@@ -45,24 +46,24 @@ def build_context(cfg: dict, uploads: list[ClientUpload], x_test: torch.Tensor, 
     (a two-transmission round's second upload) for methods that read them; ``track_teacher``: record the teacher's
     test accuracy per epoch in methods that can (``ServerMethod.tracks_teacher``).
     """
-    spec, inputs = cfg["dataset"], cfg["inputs"].norm()
+    spec, inputs = cfg.dataset, cfg.inputs.norm()
     for u in uploads:  # the clients must have been trained on the inputs this run prepares
         if u.kind == "classifier" and (u.manifest.get("inputs"), list(u.manifest["input_shape"])) != (inputs, list(spec.shape)):
             raise ConfigError("inputs", f"client {u.client_id} ({u.root.parent}) was trained on inputs "
                                         f"{u.manifest['input_shape']} normalised by {u.manifest.get('inputs')}; this run's "
                                         f"params give {list(spec.shape)} normalised by {inputs}: train the clients again")
-    return ServerContext(uploads=uploads, model_name=cfg["model"], input_shape=spec.shape, inputs=inputs,
+    return ServerContext(uploads=uploads, model_name=cfg.model, input_shape=spec.shape, inputs=inputs,
                          num_classes=spec.num_classes, x_test=x_test, y_test=y_test, device=device,
-                         seed=cfg["seed"] if seed is None else seed, profile=cfg["profile"], progress=progress,
+                         seed=cfg.seed if seed is None else seed, profile=cfg.profile, progress=progress,
                          dataset=spec.name, aux_loader=aux_loader, on_epoch=on_epoch,
                          distilled=list(distilled or []), track_teacher=track_teacher)
 
 
-def run_method(method: ServerMethod, ctx: ServerContext, cfg: dict) -> tuple[ServerResult, float]:
+def run_method(method: ServerMethod, ctx: ServerContext, cfg: RunConfig) -> tuple[ServerResult, float]:
     """Run ``method`` (under the runtime's autocast); (result, seconds). Every random draw of a method comes from
     the context's seeded CPU generators (:meth:`ServerContext.rng`, :meth:`ServerContext.make_global`), never from
     a global or device generator, so a seed gives the same draws on every device."""
     t0 = time.perf_counter()
-    with cfg["runtime"].autocast(ctx.device):
+    with cfg.runtime.autocast(ctx.device):
         result = method.run(ctx)
     return result, time.perf_counter() - t0

@@ -9,9 +9,10 @@ from typing import Any
 import torch
 
 from ..clients.upload import read_uploads
+from ..config import ExperimentPaths, RunConfig
 from ..errors import ConfigError
 from ..partition import load_partition
-from .common import ExperimentPaths, load_data, require_input
+from .common import load_data, require_input
 
 
 @dataclass
@@ -40,18 +41,18 @@ def classifier_uploads(paths: ExperimentPaths) -> list:
     return uploads
 
 
-def client_data(paths: ExperimentPaths, cfg: dict) -> ClientData:
+def client_data(paths: ExperimentPaths, cfg: RunConfig) -> ClientData:
     """The prepared data and the partition, the partition verified against the data (a missing input names the stage
-    that makes it), the training arrays on ``cfg["device"]``."""
+    that makes it), the training arrays on ``cfg.device``."""
     data = load_data(paths, cfg)
     pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
     pt.verify(data.y_train)
-    device = cfg["device"]
+    device = cfg.device
     return ClientData(data, pt, torch.from_numpy(data.x_train).to(device),
                       torch.from_numpy(data.y_train).long().to(device))
 
 
-def client_inputs(paths: ExperimentPaths, cfg: dict) -> ClientInputs:
+def client_inputs(paths: ExperimentPaths, cfg: RunConfig) -> ClientInputs:
     """:func:`client_data` and :func:`classifier_uploads`; uploads that are not one per client of the partition fail
     early."""
     uploads = classifier_uploads(paths)

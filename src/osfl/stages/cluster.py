@@ -10,8 +10,9 @@ import numpy as np
 
 from ..clients.upload import read_uploads
 from ..clustering import ClusteringSettings, cluster_clients
+from ..config import load_run
 from ..runtime import derive_seed, write_json
-from .common import load_config, parser, require_input, run_stage
+from .common import parser, require_input, run_stage
 
 
 def main(argv=None) -> None:
@@ -19,8 +20,9 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    seed = cfg["seed"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    seed = cfg.seed
     settings = ClusteringSettings.from_params(params.get("clustering"))
     uploads = [u for u in read_uploads(require_input(paths.uploads("soft_labels"), "soft_labels"))
                if u.kind == "soft_labels"]

@@ -1,58 +1,19 @@
-"""What the stage scripts share: argument parsing, error handling, paths of an experiment, data loading."""
+"""What the stage scripts share: argument parsing, error handling, data loading. A stage's configuration comes from
+:func:`osfl.config.load_run` alone."""
 from __future__ import annotations
 
 import argparse
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
 
-from .. import IMPORTED_AT, cpu_profile
-from ..config import Profile, load_params, validate_main
+from .. import IMPORTED_AT
+from ..config import ExperimentPaths, Profile, RunConfig
 from ..errors import ConfigError
-
-
-@dataclass(frozen=True)
-class ExperimentPaths:
-    """Where an experiment's artifacts live. ``name`` is ``main`` for the main experiment; a paper pipeline
-    uses ``<paper>/<run>`` (e.g. ``fedhydra/fmnist-dir0.5``) and its own ``data_root``."""
-
-    name: str
-    dataset: str
-    data_root: str = "data/prepared"
-    partition_of: str | None = None  # another experiment whose partition this one reuses (--partition-of)
-    clients_of: str | None = None  # another experiment whose client uploads this one reads (--clients-of)
-
-    @property
-    def prepared(self) -> Path:
-        return Path(self.data_root) / self.dataset
-
-    @property
-    def partition(self) -> Path:
-        return Path("data/partitions") / (self.partition_of or self.name)
-
-    @property
-    def clients(self) -> Path:
-        return Path("models") / (self.clients_of or self.name) / "clients"
-
-    def uploads(self, name: str) -> Path:
-        """A second upload's folder of this experiment (models/<name>/<upload>: OFedED's distilled sets)."""
-        return Path("models") / self.name / name
-
-    def global_model(self, method: str) -> Path:
-        return Path("models") / self.name / "global" / method
-
-    @property
-    def results(self) -> Path:
-        return Path("results") / self.name
-
-    @property
-    def report(self) -> Path:
-        return Path("reports") / self.name
 
 
 def parser(description: str) -> argparse.ArgumentParser:
@@ -77,63 +38,6 @@ def parser(description: str) -> argparse.ArgumentParser:
 def run_name(args: argparse.Namespace) -> str:
     """``<method>-<tag>`` (or ``<method>``): the name a variant's model, metrics and curves are written under."""
     return f"{args.method}-{args.tag}" if args.tag else args.method
-
-
-def split_params(name: str) -> dict[str, Any]:
-    """The partition keys a split shorthand stands for (paper pipelines name their runs with these).
-
-    ``dir0.5`` = Dirichlet label skew α = 0.5; ``2cc`` = 2 disjoint classes per client (FedHydra's 2c/c: client
-    k gets all samples of classes 2k-2, 2k-1, SPEC §3.2); ``iid`` = uniform split.
-    """
-    import re
-
-    if name == "iid":
-        return {"partition": "iid"}
-    m = re.fullmatch(r"dir(\d+(?:\.\d+)?)", name)
-    if m:
-        return {"partition": "dirichlet", "alpha": float(m.group(1))}
-    m = re.fullmatch(r"(\d+)cc", name)
-    if m:
-        return {"partition": "classes_per_client", "classes_per_client": int(m.group(1)), "assignment": "disjoint"}
-    raise ConfigError("split", f"unknown split {name!r}; allowed: dir<alpha> (e.g. dir0.5), <n>cc (e.g. 2cc), iid")
-
-
-def apply_overrides(params: dict, overrides: list[str]) -> dict:
-    """``KEY=VALUE`` pairs into a copy of ``params`` (dotted keys reach into mappings; VALUE parsed as YAML)."""
-    import copy
-
-    import yaml
-
-    out = copy.deepcopy(params)
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise ConfigError("--set", f"expected KEY=VALUE, got {item!r}")
-        node = out
-        parts = key.split(".")
-        for part in parts[:-1]:
-            if not isinstance(node.get(part), dict):
-                node[part] = {}
-            node = node[part]
-        node[parts[-1]] = yaml.safe_load(raw)
-    return out
-
-
-def for_dataset(value, dataset: str, key: str):
-    """``value``, or its entry for ``dataset`` when it maps dataset names to values (a paper's per-dataset model)."""
-    if not isinstance(value, dict):
-        return value
-    if dataset not in value:
-        raise ConfigError(key, f"no architecture for dataset {dataset!r}; the mapping has {', '.join(value)}")
-    return value[dataset]
-
-
-def resolve_per_dataset(params: dict) -> dict:
-    """``model`` may map dataset names to architectures (a paper's per-dataset choice); pick this run's."""
-    model = params.get("model")
-    if isinstance(model, dict):
-        params = {**params, "model": for_dataset(model, params.get("dataset"), "model")}
-    return params
 
 
 def record_stage_time(prog: str, argv: list[str], started: float, work_from: float) -> None:
@@ -193,55 +97,13 @@ def fast_exit() -> None:
     os._exit(0)
 
 
-def merge_per_dataset(params: dict) -> dict:
-    """A paper's ``per_dataset.<dataset>`` mapping (its hyper-parameters that differ by dataset, e.g. FedMHO's
-    Table III) merged over ``params`` for this run's dataset, key by key; other datasets' entries are dropped.
-    The caller applies ``--set`` overrides again afterwards, so that they win over these too."""
-    per = params.get("per_dataset")
-    if per is None:
-        return params
-    if not isinstance(per, dict):
-        raise ConfigError("per_dataset", "must map dataset names to the keys that differ for them")
-    own = per.get(params.get("dataset")) or {}
-    if not isinstance(own, dict):
-        raise ConfigError(f"per_dataset.{params.get('dataset')}", "must be a mapping of keys")
-
-    def merge(base, over):
-        if isinstance(base, dict) and isinstance(over, dict):
-            return {**base, **{k: merge(base.get(k), v) for k, v in over.items()}}
-        return over
-
-    out = {k: v for k, v in params.items() if k != "per_dataset"}
-    return merge(out, own)
-
-
-def load_config(args: argparse.Namespace) -> tuple[dict, dict, ExperimentPaths]:
-    params = load_params(args.params)
-    if getattr(args, "split", None):
-        params = {**params, **split_params(args.split)}
-    overrides = getattr(args, "overrides", [])
-    params = apply_overrides(params, overrides)  # --set dataset=... picks the per_dataset entry
-    if "per_dataset" in params:
-        params = apply_overrides(merge_per_dataset(params), overrides)
-    params = resolve_per_dataset(params)
-    params = cpu_profile.apply(params, overrides)  # profile cpu: the paper's named reductions, then --set again
-    cfg = validate_main(params, params_file=args.params)
-    from ..runtime import apply_execution
-
-    # every stage pins its threads, deterministic algorithms and device before any work (runtime.threads/device)
-    cfg["device"] = apply_execution(cfg["runtime"].threads, cfg["runtime"].device)
-    return params, cfg, ExperimentPaths(args.experiment, cfg["dataset"].name,
-                                        getattr(args, "data_root", "data/prepared"),
-                                        getattr(args, "partition_of", None), getattr(args, "clients_of", None))
-
-
-def load_data(paths: ExperimentPaths, cfg: dict):
+def load_data(paths: ExperimentPaths, cfg: RunConfig):
     """The experiment's prepared dataset, resized as ``inputs.size`` says; stand-in arrays only under a profile that
     allows them (smoke)."""
     from ..data import load_prepared
 
-    data = load_prepared(require_input(paths.prepared, "prepare"), allow_stand_in=cfg["profile"].stand_in_data)
-    return cfg["inputs"].resize(data)  # inputs.size: the reference code's resizing (osfl.data.inputs)
+    data = load_prepared(require_input(paths.prepared, "prepare"), allow_stand_in=cfg.profile.stand_in_data)
+    return cfg.inputs.resize(data)  # inputs.size: the reference code's resizing (osfl.data.inputs)
 
 
 def check_upload_name(name: str, key: str = "--distilled") -> str:

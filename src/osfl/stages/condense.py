@@ -28,13 +28,14 @@ from tqdm.auto import tqdm
 from ..clients.upload import write_upload
 from ..condense import distribution_matching
 from ..condense.settings import Condensation
+from ..config import load_run
 from ..cost.counter import spent
 from ..errors import ConfigError
 from ..evaluation import to_float
 from ..profiles import scaled
 from ..runtime import derive_seed, write_json
 from .client_side import client_inputs
-from .common import check_upload_name, load_config, parser, run_stage
+from .common import check_upload_name, parser, run_stage
 from .records import runtime_record, write_runtime_record
 
 
@@ -49,8 +50,9 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    spec, profile, seed, device = cfg.dataset, cfg.profile, cfg.seed, cfg.device
     settings = Condensation.from_params(params.get("condense"))
     inputs = client_inputs(paths, cfg)
     uploads, pt, x_all, y_all = inputs.uploads, inputs.partition, inputs.x, inputs.y
@@ -84,7 +86,7 @@ def _run(args) -> None:
             images = res.images
             if settings.noise > 0:  # Fig. 3: Gaussian noise on the uploaded images (σ in normalised units)
                 g = torch.Generator().manual_seed(derive_seed(seed, "condense-noise", k))
-                sd = cfg["inputs"].pixel_std()  # one normalised unit in pixels (0.5 under mean = std = 0.5)
+                sd = cfg.inputs.pixel_std()  # one normalised unit in pixels (0.5 under mean = std = 0.5)
                 images = images + (sd * settings.noise) * torch.randn(images.shape, generator=g).to(images.device)
             arrays = {"images": images.cpu().numpy().astype(np.float32),
                       "labels": res.labels.cpu().numpy().astype(np.int64)}
@@ -106,10 +108,10 @@ def _run(args) -> None:
     record = {"settings": settings.as_dict(), "clients_dir": str(paths.clients), "iterations_run": iterations,
               "layers": layers, "ensemble": archs[0],
               "members": [u.client_id for u in uploads], "profile": profile.name, "clients": summary,
-              "runtime": cfg["runtime"].in_force(device)}  # seconds and the host: the runtime record
+              "runtime": cfg.runtime.in_force(device)}  # seconds and the host: the runtime record
     write_json(out / "index.json", record)
     write_json(paths.results / f"{args.distilled}.json", record)
-    write_runtime_record(runtime_record(paths, args.distilled), seconds, device, cfg["runtime"],
+    write_runtime_record(runtime_record(paths, args.distilled), seconds, device, cfg.runtime,
                          per_client_seconds=per_client_seconds)
     print(f"condensed {len(summary)} clients ({sum(s['images'] for s in summary)} images) in {seconds:.1f} s")
 

@@ -7,12 +7,13 @@ from pathlib import Path
 import torch
 
 from ..clients.upload import read_uploads
+from ..config import load_run
 from ..evaluation import accuracy, uploads_ensemble, voting_predictor
 from ..models import build_model
 from ..live import read_curve, read_summary
 from ..cpu_profile import server_guard, warn_failed
 from ..runtime import derive_seed, load_state_dict, read_json, write_json
-from .common import load_data, load_config, parser, require_input, run_name, run_stage, test_tensors
+from .common import load_data, parser, require_input, run_name, run_stage, test_tensors
 from .records import runtime_record
 
 
@@ -55,10 +56,11 @@ def cohort_guards(paths, man: dict) -> dict:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    device = cfg["device"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    device = cfg.device
     data = load_data(paths, cfg)
-    x_test, y_test = test_tensors(data, cfg["profile"], derive_seed(cfg["seed"], "test-subset"), device)
+    x_test, y_test = test_tensors(data, cfg.profile, derive_seed(cfg.seed, "test-subset"), device)
     name = run_name(args)
     man, predict = load_predictor(require_input(paths.global_model(name), f"server@{name}"), device)
     final = accuracy(predict, x_test, y_test)

@@ -21,11 +21,12 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
+from ..config import load_run
 from ..errors import ConfigError
 from ..evaluation.fid import DESCRIPTIONS, check_extractor, frechet_distances
 from ..generative.synthesis import allocate, decoder_from_upload, generate
 from ..runtime import derive_seed, write_json
-from .common import load_config, load_data, parser, require_input, run_stage
+from .common import load_data, parser, require_input, run_stage
 
 def main(argv=None) -> None:
     p = parser(__doc__)
@@ -52,8 +53,9 @@ def fid_settings(params: dict, profile) -> tuple[str, int]:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    extractor, m = fid_settings(params, cfg["profile"])
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    extractor, m = fid_settings(params, cfg.profile)
     uploads = read_uploads(require_input(paths.clients / args.part, f"train@...-{args.part}"))
     decoders = [u for u in uploads if u.kind == "cvae_decoder"]
     if not decoders:
@@ -61,7 +63,7 @@ def _run(args) -> None:
     data = load_data(paths, cfg)
     x_train = data.x_train
     m = min(m, len(x_train) // 2)
-    seed = cfg["seed"]
+    seed = cfg.seed
     gen = torch.Generator().manual_seed(derive_seed(seed, "fid", args.part))
     alloc = allocate(np.stack([u.label_histogram for u in decoders]), m)
     fake, _ = generate([decoder_from_upload(u) for u in decoders], alloc, gen)

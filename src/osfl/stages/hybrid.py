@@ -25,7 +25,7 @@ import torch
 from ..clients.cohort import initial_states
 from ..clustering import Clustering
 from ..clients.upload import read_uploads
-from ..config import scaled_epochs
+from ..config import load_run, scaled_epochs
 from ..cpu_profile import server_guard, warn_failed
 from ..evaluation import accuracy
 from ..models import build_model
@@ -34,7 +34,7 @@ from ..protocols.hybrid import (METHODS, HybridSettings, central_group, client_g
 from ..protocols.rounds import LocalSpec, run_rounds
 from ..runtime import derive_seed, read_json, write_json
 from .client_side import client_data
-from .common import load_config, parser, require_input, run_stage, test_tensors
+from .common import parser, require_input, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record
 
 
@@ -47,8 +47,9 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    spec, profile, seed, device = cfg.dataset, cfg.profile, cfg.seed, cfg.device
     h = HybridSettings.from_params(params.get("hybrid"))
     rounds, epochs = scaled_epochs(h.T, profile), scaled_epochs(h.epochs, profile)
     d = client_data(paths, cfg)
@@ -69,29 +70,29 @@ def _run(args) -> None:
     else:
         groups = central_group(clients)
         local = LocalSpec(1, h.cl_batch_size, h.lr, h.momentum, h.weight_decay)
-    model = build_model(cfg["model"], spec.shape, spec.num_classes, cfg["inputs"].norm()).to(device)
-    model.load_state_dict(initial_states([cfg["model"]], spec.shape, spec.num_classes, seed, cfg["inputs"].norm())[cfg["model"]])
+    model = build_model(cfg.model, spec.shape, spec.num_classes, cfg.inputs.norm()).to(device)
+    model.load_state_dict(initial_states([cfg.model], spec.shape, spec.num_classes, seed, cfg.inputs.norm())[cfg.model])
     x_test, y_test = test_tensors(d.data, profile, derive_seed(seed, "test-subset"), device)
     ckpt = Path("models") / paths.name / "rounds" / args.method / "checkpoint.pt"
     res = run_rounds(model, groups, rounds=rounds, local=local, seed=derive_seed(seed, "hybrid", args.method),
                      evaluate=lambda m: accuracy(m, x_test, y_test), weighting=h.weighting,
                      shuffle=args.method == "fedseq", checkpoint=ckpt, checkpoint_every=h.checkpoint_every,
                      # the inputs' preparation too: the initial model's digest cannot tell a normalising model
-                     signature={"method": args.method, "model": cfg["model"], **cfg["inputs"].entry()},
+                     signature={"method": args.method, "model": cfg.model, **cfg.inputs.entry()},
                      stop_after=args.stop_after,
-                     batched=cfg["runtime"].batched(device),
+                     batched=cfg.runtime.batched(device),
                      progress=not args.no_progress, desc=f"{args.method} rounds")
     curve = res.curve
     guards = server_guard(params, max((p["test_acc"] for p in curve), default=0.0), spec.num_classes)
     if guards:  # the regime guard: a run whose curve never leaves chance feeds no verdict
         warn_failed(args.method, guards)
     write_json(paths.results / "rounds" / f"{args.method}.json", {
-        **({"guards": guards} if guards else {}), **cfg["inputs"].entry(),
+        **({"guards": guards} if guards else {}), **cfg.inputs.entry(),
         "method": args.method, "settings": h.as_dict(), "rounds": rounds, "rounds_run": len(curve),
         "local": vars(local), "profile": profile.name, "groups": [[p.n for p in g] for g in groups], **extra,
         "curve": curve, "acc_final": curve[-1]["test_acc"] if curve else None, "resumed_from": res.resumed_from,
-        "test_samples": int(len(y_test)), "runtime": cfg["runtime"].in_force(device)})
-    write_runtime_record(runtime_record(paths, f"rounds-{args.method}"), res.seconds, device, cfg["runtime"],
+        "test_samples": int(len(y_test)), "runtime": cfg.runtime.in_force(device)})
+    write_runtime_record(runtime_record(paths, f"rounds-{args.method}"), res.seconds, device, cfg.runtime,
                          rounds_timed=[res.resumed_from + 1, len(curve)], round_seconds=res.round_seconds)
     print(f"{args.method}: {len(curve)}/{rounds} rounds ({res.resumed_from} from the checkpoint), "
           f"final test accuracy {curve[-1]['test_acc'] if curve else float('nan'):.2f}")

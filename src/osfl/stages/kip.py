@@ -24,11 +24,12 @@ from tqdm.auto import tqdm
 from ..clients.upload import write_upload
 from ..clustering import Clustering
 from ..condense import KIPSettings, kernel_inducing_points_many, to_uint8
+from ..config import load_run
 from ..evaluation import to_float
 from ..profiles import scaled
 from ..runtime import derive_seed, read_json, write_json
 from .client_side import client_data
-from .common import load_config, parser, require_input, run_stage
+from .common import parser, require_input, run_stage
 from .records import runtime_record, write_runtime_record
 
 # Clients distilled in one batched KIP run (kernel_inducing_points_many). Each client's images equal its own run's up
@@ -50,8 +51,9 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    spec, profile, seed, device = cfg.dataset, cfg.profile, cfg.seed, cfg.device
     settings = KIPSettings.from_params(params.get("kip"))
     steps = scaled(settings.steps, profile.step_scale)
     name, clients_of = TARGETS[args.targets]
@@ -97,7 +99,7 @@ def _run(args) -> None:
     write_json(paths.results / f"{name}.json", {"settings": settings.as_dict(), "steps": steps,
                                                 "profile": profile.name, "members_per_batch": MEMBERS_PER_BATCH,
                                                 "clients": summary})
-    write_runtime_record(runtime_record(paths, name), seconds, device, cfg["runtime"],
+    write_runtime_record(runtime_record(paths, name), seconds, device, cfg.runtime,
                          per_client_seconds=per_client_seconds)
     print(f"KIP: {len(summary)} {args.targets} distilled {sum(s['images'] for s in summary)} images in {seconds:.1f} s")
 

@@ -20,7 +20,7 @@ import torch
 from ..clients.cohort import initial_states
 from ..clients.upload import read_uploads
 from ..clustering import ClusteringSettings, cluster_clients
-from ..config import scaled_epochs
+from ..config import load_run, scaled_epochs
 from ..cpu_profile import server_guard, warn_failed
 from ..evaluation import accuracy
 from ..models import build_model
@@ -28,7 +28,7 @@ from ..protocols.hybrid import HybridSettings, client_participants, header_group
 from ..protocols.rounds import LocalSpec, run_rounds
 from ..runtime import derive_seed, write_json
 from .client_side import client_data
-from .common import load_config, parser, require_input, run_stage, test_tensors
+from .common import parser, require_input, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record
 
 
@@ -46,8 +46,9 @@ def _distilled(paths) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    spec, profile, seed, device = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["device"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    spec, profile, seed, device = cfg.dataset, cfg.profile, cfg.seed, cfg.device
     settings = ClusteringSettings.from_params(params.get("clustering"))
     soft = np.stack([u.array("soft_labels") for u in read_uploads(require_input(paths.uploads("soft_labels"),
                                                                                 "soft_labels"))
@@ -58,9 +59,9 @@ def _run(args) -> None:
     rounds, epochs = scaled_epochs(h.T, profile), scaled_epochs(h.epochs, profile)
     d = client_data(paths, cfg)
     groups = header_groups(clustering, client_participants(d.partition.client_indices, d.x, d.y), _distilled(paths))
-    model = build_model(cfg["model"], spec.shape, spec.num_classes, cfg["inputs"].norm()).to(device)
-    model.load_state_dict(initial_states([cfg["model"]], spec.shape, spec.num_classes, seed,
-                                         cfg["inputs"].norm())[cfg["model"]])
+    model = build_model(cfg.model, spec.shape, spec.num_classes, cfg.inputs.norm()).to(device)
+    model.load_state_dict(initial_states([cfg.model], spec.shape, spec.num_classes, seed,
+                                         cfg.inputs.norm())[cfg.model])
     x_test, y_test = test_tensors(d.data, profile, derive_seed(seed, "test-subset"), device)
     point = f"k{settings.K}"
     res = run_rounds(model, groups, rounds=rounds, local=LocalSpec(epochs, h.batch_size, h.lr, h.momentum,
@@ -68,21 +69,21 @@ def _run(args) -> None:
                      seed=derive_seed(seed, "hybrid", "hfldd"), evaluate=lambda m: accuracy(m, x_test, y_test),
                      weighting=h.weighting, checkpoint=Path("models") / paths.name / "rounds" / f"hfldd-{point}"
                      / "checkpoint.pt", checkpoint_every=h.checkpoint_every,
-                     signature={"method": "hfldd", "K": settings.K, "model": cfg["model"], **cfg["inputs"].entry()},
-                     batched=cfg["runtime"].batched(device), progress=not args.no_progress,
+                     signature={"method": "hfldd", "K": settings.K, "model": cfg.model, **cfg.inputs.entry()},
+                     batched=cfg.runtime.batched(device), progress=not args.no_progress,
                      desc=f"HFLDD K = {settings.K} rounds")
     curve = res.curve
     guards = server_guard(params, max((p["test_acc"] for p in curve), default=0.0), spec.num_classes)
     if guards:
         warn_failed(f"HFLDD K = {settings.K}", guards)
     write_json(paths.results / "ksweep" / f"{point}.json", {
-        **({"guards": guards} if guards else {}), **cfg["inputs"].entry(), "method": "hfldd", "K": settings.K,
+        **({"guards": guards} if guards else {}), **cfg.inputs.entry(), "method": "hfldd", "K": settings.K,
         "clustering": {**clustering.as_dict(), "settings": settings.as_dict()}, "settings": h.as_dict(),
         "rounds": rounds, "rounds_run": len(curve), "profile": profile.name,
         "groups": [[p.n for p in g] for g in groups],
         "curve": curve, "acc_final": curve[-1]["test_acc"] if curve else None, "resumed_from": res.resumed_from,
-        "test_samples": int(len(y_test)), "runtime": cfg["runtime"].in_force(device)})
-    write_runtime_record(runtime_record(paths, f"ksweep-{point}"), res.seconds, device, cfg["runtime"],
+        "test_samples": int(len(y_test)), "runtime": cfg.runtime.in_force(device)})
+    write_runtime_record(runtime_record(paths, f"ksweep-{point}"), res.seconds, device, cfg.runtime,
                          rounds_timed=[res.resumed_from + 1, len(curve)], round_seconds=res.round_seconds)
     print(f"HFLDD K = {settings.K}: H = {len(groups)}, {len(curve)}/{rounds} rounds, final test accuracy "
           f"{curve[-1]['test_acc'] if curve else float('nan'):.2f}")

@@ -17,14 +17,14 @@ import torch
 
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort
-from ..config import scaled_epochs
+from ..config import load_run, scaled_epochs
 from ..errors import ConfigError
 from ..evaluation import accuracy
 from ..methods.base import average_state_dicts
 from ..models import build_model
 from ..partition import load_partition
 from ..runtime import derive_seed, read_json, write_json
-from .common import load_data, load_config, parser, require_input, run_stage, test_tensors
+from .common import load_data, parser, require_input, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record
 
 
@@ -43,9 +43,10 @@ def curve_settings(params: dict) -> tuple[int, int]:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    spec, profile, seed, local = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["local"]
-    archs = cfg["client_models"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    spec, profile, seed, local = cfg.dataset, cfg.profile, cfg.seed, cfg.local
+    archs = cfg.client_models
     if len(set(archs)) > 1:
         raise ConfigError("client_models", "the FedAvg curve needs one architecture for every client")
     paper_epochs, paper_every = curve_settings(params)
@@ -53,14 +54,14 @@ def _run(args) -> None:
     data = load_data(paths, cfg)
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))
     part.verify(data.y_train)
-    device = cfg["device"]
+    device = cfg.device
     x_all = torch.from_numpy(data.x_train).to(device)
     y_all = torch.from_numpy(data.y_train).long().to(device)
     x_test, y_test = test_tensors(data, profile, derive_seed(seed, "test-subset"), device)
-    start = initial_states(archs, spec.shape, spec.num_classes, seed, cfg["inputs"].norm())
+    start = initial_states(archs, spec.shape, spec.num_classes, seed, cfg.inputs.norm())
     cohort = build_cohort(archs, part.client_indices, x_all, y_all, spec.shape, spec.num_classes, device,
                           seed=seed, start=start if local.init == "shared" else None,
-                          data_seed=lambda k: derive_seed(seed, "client-data", k), inputs=cfg["inputs"].norm())
+                          data_seed=lambda k: derive_seed(seed, "client-data", k), inputs=cfg.inputs.norm())
     client_of = {id(m): k for k, m in enumerate(cohort.models)}
     snapshots: list[list[dict]] = [[] for _ in cohort.models]  # per client, in epoch order
 
@@ -70,11 +71,11 @@ def _run(args) -> None:
         return accuracy(model, x_test, y_test)
 
     t0 = time.perf_counter()
-    hp = local_hparams(local, epochs, resolve_augment(local.augment, spec.shape), cfg["runtime"],
+    hp = local_hparams(local, epochs, resolve_augment(local.augment, spec.shape), cfg.runtime,
                        eval_fn=eval_fn, eval_every=every)
     results, _, batched = train_cohort(cohort, hp, device, progress=not args.no_progress)
     sizes = [len(y) for _, y in cohort.data]
-    probe = build_model(archs[0], spec.shape, spec.num_classes, cfg["inputs"].norm()).to(device)
+    probe = build_model(archs[0], spec.shape, spec.num_classes, cfg.inputs.norm()).to(device)
     rows = []
     for i, point in enumerate(results[0].curve):
         probe.load_state_dict(average_state_dicts([snapshots[k][i] for k in range(len(cohort))], sizes))
@@ -91,8 +92,8 @@ def _run(args) -> None:
         "paper_epochs": paper_epochs, "paper_every": paper_every, "epochs_run": epochs, "every_run": every,
         "profile": profile.name, "weighting": "samples", "batched": batched,
         "stand_in_data": bool(read_json(paths.prepared / "meta.json").get("stand_in", False)),
-        "runtime": cfg["runtime"].in_force(device)})  # seconds and the host: results/<exp>/runtime/local_curve.json
-    write_runtime_record(runtime_record(paths, "local_curve"), time.perf_counter() - t0, device, cfg["runtime"])
+        "runtime": cfg.runtime.in_force(device)})  # seconds and the host: results/<exp>/runtime/local_curve.json
+    write_runtime_record(runtime_record(paths, "local_curve"), time.perf_counter() - t0, device, cfg.runtime)
     best = max(rows, key=lambda r: r["fedavg"])
     print(f"local curve: {len(rows)} points to E={epochs}; FedAvg best {best['fedavg']:.2f}% at E={best['epoch']}")
 

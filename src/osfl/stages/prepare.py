@@ -1,8 +1,9 @@
 """Stage `prepare`: download (or read from a mirror) one dataset and store it as uint8 arrays."""
 from __future__ import annotations
 
+from ..config import load_run
 from ..data import prepare_dataset
-from .common import load_config, parser, run_stage, stand_in_sizes
+from .common import parser, run_stage, stand_in_sizes
 
 
 def main(argv=None) -> None:
@@ -11,10 +12,11 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    _, cfg, paths = load_config(args)
-    out = prepare_dataset(cfg["dataset"].name, paths.prepared, mirror=cfg["mirror"],
-                          stand_in=stand_in_sizes(cfg["dataset"], cfg["profile"]))
-    print(f"prepared {cfg['dataset'].name} -> {out}")
+    cfg = load_run(args)
+    paths = cfg.paths
+    out = prepare_dataset(cfg.dataset.name, paths.prepared, mirror=cfg.mirror,
+                          stand_in=stand_in_sizes(cfg.dataset, cfg.profile))
+    print(f"prepared {cfg.dataset.name} -> {out}")
 
 
 if __name__ == "__main__":

@@ -20,11 +20,12 @@ from tqdm.auto import tqdm
 
 from ..clients.projections import layer_projections
 from ..clients.upload import write_upload
+from ..config import load_run
 from ..errors import ConfigError
 from ..evaluation import to_float
 from ..runtime import derive_seed, write_json
 from .client_side import client_inputs
-from .common import check_upload_name, load_config, parser, run_stage
+from .common import check_upload_name, parser, run_stage
 from .records import runtime_record, write_runtime_record
 
 
@@ -36,8 +37,9 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    seed, device = cfg["seed"], cfg["device"]
+    cfg = load_run(args)
+    paths = cfg.paths
+    seed, device = cfg.seed, cfg.device
     out = Path("models") / check_upload_name(args.out, "--out") / "clients"
     if out.resolve() == paths.clients.resolve():
         raise ConfigError("--out", f"{args.out!r} would overwrite the uploads it reads ({paths.clients})")
@@ -61,7 +63,7 @@ def _run(args) -> None:
     seconds = time.perf_counter() - t0
     write_json(paths.results / "projections.json",
                {"clients_dir": str(paths.clients), "out": str(out), "clients": summary})
-    write_runtime_record(runtime_record(paths, "projections"), seconds, device, cfg["runtime"],
+    write_runtime_record(runtime_record(paths, "projections"), seconds, device, cfg.runtime,
                          per_client_seconds=per_client_seconds)
     print(f"projections of {len(summary)} clients in {seconds:.1f} s -> {out}")
 

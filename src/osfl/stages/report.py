@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..config import load_run
 from ..methods import METHODS
 from ..partition import PARTITIONS
 from ..reporting import bar_chart, curves, write_table
 from ..live import read_curve
 from ..runtime import read_json, staged_dir, write_json
-from .common import load_config, parser, require_input, run_stage
+from .common import parser, require_input, run_stage
 
 
 def main(argv=None) -> None:
@@ -28,17 +29,18 @@ def computed_on(metrics) -> str:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    methods = cfg["methods"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    methods = cfg.methods
     metrics = {m: read_json(require_input(paths.results / "runs" / f"{m}.json", f"evaluate@{m}")) for m in methods}
     clients = read_json(require_input(paths.results / "clients.json", "train_clients"))
-    spec, profile = cfg["dataset"], cfg["profile"]
-    scheme_params = PARTITIONS.get(cfg["partition"]).params
-    setting = (f"{spec.name}, {cfg['partition']}"
-               + (f" (alpha={cfg['alpha']})" if "alpha" in scheme_params else "")
-               + (f" ({cfg['classes_per_client']} classes per client, {cfg['assignment']})"
+    spec, profile = cfg.dataset, cfg.profile
+    scheme_params = PARTITIONS.get(cfg.partition).params
+    setting = (f"{spec.name}, {cfg.partition}"
+               + (f" (alpha={cfg.alpha})" if "alpha" in scheme_params else "")
+               + (f" ({cfg.classes_per_client} classes per client, {cfg.assignment})"
                   if "classes_per_client" in scheme_params else "")
-               + f", {cfg['clients']} clients, model {cfg['model']}, profile {profile.name}, seed {cfg['seed']}")
+               + f", {cfg.clients} clients, model {cfg.model}, profile {profile.name}, seed {cfg.seed}")
     df = pd.DataFrame(
         {"Final acc. (%)": [metrics[m]["acc_final"] for m in methods],
          "Best acc. (%)": [metrics[m]["acc_best"] for m in methods],
@@ -63,7 +65,7 @@ def _run(args) -> None:
             "runtime": {m: metrics[m].get("runtime", {}) for m in methods},
             "params": {**{k: params[k] for k in ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client",
                                                  "clients", "model", "methods", "local")},
-                       "assignment": cfg["assignment"]},
+                       "assignment": cfg.assignment},
         })
     print("report:", ", ".join(str(paths.report / p.name) for p in written))
 

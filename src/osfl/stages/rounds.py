@@ -10,11 +10,12 @@ from pathlib import Path
 
 import torch
 
+from ..config import RunConfig, load_run
 from ..data import ArrayData
 from ..partition import Partition, load_partition
 from ..protocols.multi_round import RoundsConfig, RoundsResult, check_run, read_rounds, run_rounds
 from ..runtime import derive_seed, read_json, save_state_dict, write_json
-from .common import load_data, load_config, parser, require_input, run_name, run_stage, test_tensors
+from .common import load_data, parser, require_input, run_name, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record
 from .server import aux_loader
 
@@ -26,15 +27,15 @@ def main(argv=None) -> None:
     run_stage(_run, p, argv)
 
 
-def load_inputs(cfg: dict, paths, device: torch.device) -> tuple[ArrayData, Partition, tuple[torch.Tensor, torch.Tensor]]:
+def load_inputs(cfg: RunConfig, paths, device: torch.device) -> tuple[ArrayData, Partition, tuple[torch.Tensor, torch.Tensor]]:
     """The prepared data, the partition and the test set on ``device`` (the subset every stage tests on)."""
     data = load_data(paths, cfg)
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))
-    test = test_tensors(data, cfg["profile"], derive_seed(cfg["seed"], "test-subset"), device)
+    test = test_tensors(data, cfg.profile, derive_seed(cfg.seed, "test-subset"), device)
     return data, part, test
 
 
-def run(params: dict, cfg: dict, paths, method: str, rounds: RoundsConfig, device: torch.device, *,
+def run(params: dict, cfg: RunConfig, paths, method: str, rounds: RoundsConfig, device: torch.device, *,
         progress: bool = True, **hooks) -> RoundsResult:
     """The protocol on the experiment ``paths``: its limits checked before the inputs are read, then the rounds
     (``hooks``: see :func:`osfl.protocols.multi_round.run_rounds`)."""
@@ -45,23 +46,24 @@ def run(params: dict, cfg: dict, paths, method: str, rounds: RoundsConfig, devic
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    rounds = read_rounds(params, cfg["profile"])
-    device = cfg["device"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    rounds = read_rounds(params, cfg.profile)
+    device = cfg.device
     res = run(params, cfg, paths, args.method, rounds, device, progress=not args.no_progress)
 
     name = run_name(args)
     out = paths.results / "rounds"
     final = res.records[-1]["test_acc"]
     write_json(out / f"{name}.json", {
-        **cfg["inputs"].entry(), "method": args.method, "tag": args.tag, "T": rounds.T, "local_epochs": rounds.local_epochs,
-        "local_epochs_run": rounds.local_epochs_run, "profile": cfg["profile"].name, "rounds": res.records,
+        **cfg.inputs.entry(), "method": args.method, "tag": args.tag, "T": rounds.T, "local_epochs": rounds.local_epochs,
+        "local_epochs_run": rounds.local_epochs_run, "profile": cfg.profile.name, "rounds": res.records,
         "acc_final": final, "test_samples": res.test_samples, "choices": res.choices, "protocol": res.protocol,
-        "runtime": cfg["runtime"].in_force(device),  # seconds and the host: results/<exp>/runtime/rounds-<name>.json
+        "runtime": cfg.runtime.in_force(device),  # seconds and the host: results/<exp>/runtime/rounds-<name>.json
         "stand_in_data": bool(read_json(paths.prepared / "meta.json").get("stand_in", False)),
     })
     write_runtime_record(runtime_record(paths, f"rounds-{name}"), sum(r["local"] + r["server"] for r in res.seconds),
-                         device, cfg["runtime"], per_round=res.seconds)
+                         device, cfg.runtime, per_round=res.seconds)
     with open(out / f"{name}.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["round", "test_acc"])

@@ -11,10 +11,11 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
+from ..config import load_run
 from ..errors import ConfigError
 from ..generative.synthesis import allocate, decoder_from_upload, generate
 from ..runtime import derive_seed, staged_dir
-from .common import load_config, parser, require_input, run_stage
+from .common import parser, require_input, run_stage
 
 
 def main(argv=None) -> None:
@@ -22,8 +23,9 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    spec = cfg["dataset"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    spec = cfg.dataset
     own = params.get("samples") or {}
     part, per_class = own.get("part"), own.get("per_class", 8)
     if isinstance(per_class, bool) or not isinstance(per_class, int) or per_class < 1:
@@ -37,7 +39,7 @@ def _run(args) -> None:
     C = spec.num_classes
     # a budget of 2·per_class per class: the allocation's floors never leave a class with fewer than per_class
     alloc = allocate(np.stack([u.label_histogram for u in decoders]), 2 * per_class * C)
-    gen = torch.Generator().manual_seed(derive_seed(cfg["seed"], "samples", part))
+    gen = torch.Generator().manual_seed(derive_seed(cfg.seed, "samples", part))
     x, y = generate([decoder_from_upload(u) for u in decoders], alloc, gen)
     images = np.zeros((C, per_class, *spec.shape), dtype=np.uint8)
     for c in range(C):

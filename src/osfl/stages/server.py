@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
+from ..config import RunConfig, load_run
 from ..cost.counter import spent
 from ..data import DATASETS, get_spec, is_stand_in, load_prepared, prepare_dataset
 from ..errors import ConfigError
@@ -16,7 +17,7 @@ from ..evaluation import uploads_ensemble, voting_predictor
 from ..live import LiveRun
 from ..protocols.one_shot import build_context, make_method, run_method
 from ..runtime import derive_seed, save_state_dict, write_json
-from .common import (check_upload_name, load_config, load_data, parser, require_input, run_name, run_stage,
+from .common import (check_upload_name, load_data, parser, require_input, run_name, run_stage,
                      stand_in_sizes, subset, test_tensors)
 from .records import runtime_record, write_runtime_record
 
@@ -62,7 +63,7 @@ def result_predictor(result, uploads, device: torch.device):
     return uploads_ensemble(uploads, result.members, result.weights, device)
 
 
-def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tensor:
+def aux_images(name: str, paths, cfg: RunConfig, device: torch.device) -> torch.Tensor:
     """Training images of another dataset (labels dropped), prepared on first use into data/aux/<name>.
 
     Capped like the main training set under the profile (a seeded subset). Stand-in arrays left there by a smoke
@@ -71,24 +72,25 @@ def aux_images(name: str, paths, cfg: dict, device: torch.device) -> torch.Tenso
     key = "server.feddf.aux_data"
     DATASETS.get(name, key=key)
     folder = Path(paths.data_root).parent / "aux" / name  # not a DVC output: it may share a name with one
-    allow_stand_in = cfg["profile"].stand_in_data
+    allow_stand_in = cfg.profile.stand_in_data
     if not (folder / "meta.json").exists() or (is_stand_in(folder) and not allow_stand_in):
         try:
-            prepare_dataset(name, folder, mirror=cfg["mirror"], stand_in=stand_in_sizes(get_spec(name), cfg["profile"]))
+            prepare_dataset(name, folder, mirror=cfg.mirror, stand_in=stand_in_sizes(get_spec(name), cfg.profile))
         except ConfigError as e:  # includes DataUnavailableError
             raise ConfigError(key, f"{name} cannot be loaded ({e}); pick another dataset or 'generator'") from None
-    data = cfg["inputs"].resize(load_prepared(folder, allow_stand_in=allow_stand_in))  # inputs.size, as the clients'
-    idx = subset(len(data.x_train), cfg["profile"].max_train, derive_seed(cfg["seed"], "aux", name))
+    data = cfg.inputs.resize(load_prepared(folder, allow_stand_in=allow_stand_in))  # inputs.size, as the clients'
+    idx = subset(len(data.x_train), cfg.profile.max_train, derive_seed(cfg.seed, "aux", name))
     return torch.from_numpy(np.ascontiguousarray(data.x_train[idx])).to(device)
 
 
-def aux_loader(paths, cfg: dict, device: torch.device):
+def aux_loader(paths, cfg: RunConfig, device: torch.device):
     """FedDF's auxiliary-data loader for :func:`osfl.protocols.one_shot.build_context`."""
     return lambda name: aux_images(name, paths, cfg, device)
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
     method = make_method(params, cfg, args.method)
     track = getattr(args, "track_teacher", False)
     if track and not method.tracks_teacher:
@@ -96,8 +98,8 @@ def _run(args) -> None:
 
         able = [n for n in METHODS.names() if METHODS.get(n).tracks_teacher]
         raise ConfigError("--track-teacher", f"{args.method} does not record its teacher; allowed with: {', '.join(able)}")
-    spec, profile, seed = cfg["dataset"], cfg["profile"], cfg["seed"]
-    device = cfg["device"]
+    spec, profile, seed = cfg.dataset, cfg.profile, cfg.seed
+    device = cfg.device
     data = load_data(paths, cfg)
     uploads, clients_dir = read_cohort(paths.clients, getattr(args, "parts", ""))
     # a two-transmission round: the clients' second upload (OFedED's distilled sets, stage condense)
@@ -109,7 +111,7 @@ def _run(args) -> None:
     ctx = build_context(cfg, uploads, x_test, y_test, device, progress=not args.no_progress,
                         aux_loader=aux_loader(paths, cfg, device), on_epoch=live.epoch, distilled=distilled,
                         track_teacher=track)
-    accel = cfg["runtime"]
+    accel = cfg.runtime
     count = getattr(args, "count_flops", False)
     ctx.count_eval_flops = count
     with spent(count) as cost:
@@ -126,14 +128,14 @@ def _run(args) -> None:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     manifest = {
-        "method": args.method, "tag": args.tag, "kind": result.kind, "arch": cfg["model"],
+        "method": args.method, "tag": args.tag, "kind": result.kind, "arch": cfg.model,
         "input_shape": list(spec.shape),
         "num_classes": spec.num_classes, "dataset": spec.name, "profile": profile.name,
         "choices": {**method.resolved(profile), **result.choices},
         "epochs": epochs, "members": result.members, "weights": result.weights, "extras": result.extras,
         "clients_dir": clients_dir, "runtime": accel.in_force(device),  # seconds and host: the runtime record
     }
-    manifest.update(cfg["inputs"].entry())  # resized or normalised inputs (osfl.data.inputs); absent: pixels as prepared
+    manifest.update(cfg.inputs.entry())  # resized or normalised inputs (osfl.data.inputs); absent: pixels as prepared
     if distilled:
         manifest["distilled_dir"] = str(distilled_dir)
     if count:  # FLOPs spent by the method (its test evaluations, counted apart, left out)

@@ -17,12 +17,13 @@ import torch
 
 from ..clients.upload import write_upload
 from ..clustering import ClusteringSettings, predict_soft_labels
+from ..config import load_run
 from ..data import load_prepared
 from ..errors import ConfigError
 from ..evaluation import to_float
 from ..runtime import derive_seed, write_json
 from .client_side import classifier_uploads
-from .common import check_upload_name, load_config, parser, require_input, run_stage, subset
+from .common import check_upload_name, parser, require_input, run_stage, subset
 from .records import runtime_record, write_runtime_record
 
 
@@ -34,8 +35,9 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    spec, seed, device = cfg["dataset"], cfg["seed"], cfg["device"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    spec, seed, device = cfg.dataset, cfg.seed, cfg.device
     settings = ClusteringSettings.from_params(params.get("clustering"))
     names = params.get("public") or {}
     if not isinstance(names, dict) or not isinstance(names.get(spec.name), str):
@@ -44,7 +46,7 @@ def _run(args) -> None:
     name = check_upload_name(names[spec.name], f"public.{spec.name}")
     uploads = classifier_uploads(paths)
     public = load_prepared(require_input(Path(args.public_root) / name, "prepare_public"),
-                           allow_stand_in=cfg["profile"].stand_in_data)
+                           allow_stand_in=cfg.profile.stand_in_data)
     if tuple(public.x_train.shape[1:]) != tuple(spec.shape):
         raise ConfigError(f"public.{spec.name}", f"{name} images are {'x'.join(map(str, public.x_train.shape[1:]))}, the "
                                       f"clients' {'x'.join(map(str, spec.shape))}; the public set must fit the models")
@@ -62,8 +64,8 @@ def _run(args) -> None:
         sizes.append(int(soft.nbytes))
     write_json(paths.results / "soft_labels.json",
                {"public": name, "public_size": len(idx), "public_indices": idx.tolist(),
-                "clients": len(sizes), "upload_bytes": sizes, "runtime": cfg["runtime"].in_force(device)})
-    write_runtime_record(runtime_record(paths, "soft_labels"), time.perf_counter() - t0, device, cfg["runtime"])
+                "clients": len(sizes), "upload_bytes": sizes, "runtime": cfg.runtime.in_force(device)})
+    write_runtime_record(runtime_record(paths, "soft_labels"), time.perf_counter() - t0, device, cfg.runtime)
     print(f"soft labels of {len(sizes)} clients on {len(idx)} {name} samples -> {out}")
 
 

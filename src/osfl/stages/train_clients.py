@@ -12,12 +12,12 @@ from ..clients.cohort import (build_cohort, cohort_training_flops, initial_state
                               upload_cohort)
 from ..clients.dp import dp_record
 from ..clients.parallel import client_processes
-from ..config import scaled_epochs
+from ..config import load_run, scaled_epochs
 from ..cpu_profile import client_guard, warn_failed
 from ..evaluation import accuracy
 from ..partition import load_partition
 from ..runtime import derive_seed, write_json
-from .common import load_data, load_config, parser, require_input, run_stage, test_tensors
+from .common import load_data, parser, require_input, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record
 
 
@@ -30,12 +30,13 @@ def main(argv=None) -> None:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    spec, profile, seed, local = cfg["dataset"], cfg["profile"], cfg["seed"], cfg["local"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    spec, profile, seed, local = cfg.dataset, cfg.profile, cfg.seed, cfg.local
     data = load_data(paths, cfg)
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))
     part.verify(data.y_train)
-    device = cfg["device"]
+    device = cfg.device
     epochs = scaled_epochs(local.epochs, profile)
     augment = resolve_augment(local.augment, spec.shape)
     x_all = torch.from_numpy(data.x_train).to(device)
@@ -45,12 +46,12 @@ def _run(args) -> None:
     out = paths.clients
     if out.exists():
         shutil.rmtree(out)
-    archs = cfg["client_models"]
-    shared_init = initial_states(archs, spec.shape, spec.num_classes, seed, cfg["inputs"].norm())  # one per architecture
-    accel = cfg["runtime"]
+    archs = cfg.client_models
+    shared_init = initial_states(archs, spec.shape, spec.num_classes, seed, cfg.inputs.norm())  # one per architecture
+    accel = cfg.runtime
     cohort = build_cohort(archs, part.client_indices, x_all, y_all, spec.shape, spec.num_classes, device,
                           seed=seed, start=shared_init if local.init == "shared" else None,
-                          data_seed=lambda k: derive_seed(seed, "client-data", k), inputs=cfg["inputs"].norm())
+                          data_seed=lambda k: derive_seed(seed, "client-data", k), inputs=cfg.inputs.norm())
     hp = local_hparams(local, epochs, augment, accel, eval_fn=lambda m: accuracy(m, x_test, y_test),
                        eval_every=local.eval_every)
     t0 = time.perf_counter()
@@ -81,7 +82,7 @@ def _run(args) -> None:
     write_json(paths.results / "clients.json", {
         **flops,
         **({"guards": guards} if guards else {}),
-        **cfg["inputs"].entry(),
+        **cfg.inputs.entry(),
         **dp,
         "local_acc_mean": float(np.mean([s["local_test_acc"] for s in summary])),
         "local_acc_min": float(np.min([s["local_test_acc"] for s in summary])),

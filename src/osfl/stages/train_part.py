@@ -40,8 +40,8 @@ from tqdm.auto import tqdm
 from ..clients.augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..clients.parallel import client_processes
+from ..config import CVAETraining, LocalTraining, check_int, for_dataset, load_run, scaled_epochs
 from ..cpu_profile import client_guard, cvae_guard, guard_floors, warn_failed
-from ..config import CVAETraining, LocalTraining, check_int, scaled_epochs
 from ..errors import ConfigError, unknown_key
 from ..generative.cvae import CVAEDiverged, mean_image_loss, train_cvae
 from ..generative.synthesis import write_decoder_upload
@@ -50,7 +50,7 @@ from ..models import MODELS, build_model, resolve_model_name
 from ..models.cvae import CVAE
 from ..partition import load_partition
 from ..runtime import derive_seed, seeded_init, write_json
-from .common import for_dataset, load_config, load_data, parser, require_input, run_stage, test_tensors
+from .common import load_data, parser, require_input, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record
 
 PART_KEYS = ("name", "half", "clients", "model", "local", "cvae", "retries")
@@ -121,15 +121,16 @@ def _part_ids(part: dict, key: str, clients: int) -> list[int]:
 
 
 def _run(args) -> None:
-    params, cfg, paths = load_config(args)
-    spec, profile, seed = cfg["dataset"], cfg["profile"], cfg["seed"]
-    part = resolve_part(params, args.part, spec.name, spec.shape, cfg["clients"])
-    device = cfg["device"]
+    cfg = load_run(args)
+    params, paths = cfg.params, cfg.paths
+    spec, profile, seed = cfg.dataset, cfg.profile, cfg.seed
+    part = resolve_part(params, args.part, spec.name, spec.shape, cfg.clients)
+    device = cfg.device
     data = load_data(paths, cfg)
     pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
     pt.verify(data.y_train)
-    if len(pt.client_indices) != cfg["clients"]:
-        raise ConfigError("clients", f"clients={cfg['clients']} but the partition has {len(pt.client_indices)}")
+    if len(pt.client_indices) != cfg.clients:
+        raise ConfigError("clients", f"clients={cfg.clients} but the partition has {len(pt.client_indices)}")
     ids, archs = part["ids"], part["archs"]
     arch = archs[0] if len(set(archs)) == 1 else archs  # recorded: one name, or one per client
     x_all = torch.from_numpy(data.x_train).to(device)
@@ -167,12 +168,12 @@ def _run(args) -> None:
         local = part["local"]
         epochs = scaled_epochs(local.epochs, profile)
         augment = resolve_augment(local.augment, spec.shape)
-        accel = cfg["runtime"]
-        shared = initial_states(archs, spec.shape, spec.num_classes, seed, cfg["inputs"].norm())
+        accel = cfg.runtime
+        shared = initial_states(archs, spec.shape, spec.num_classes, seed, cfg.inputs.norm())
         cohort = build_cohort(archs, [pt.client_indices[k] for k in ids], x_all, y_all, spec.shape,
                               spec.num_classes, device, seed=seed, start=shared if local.init == "shared" else None,
                               data_seed=lambda j: derive_seed(seed, "client-data", ids[j]),
-                              inputs=cfg["inputs"].norm())
+                              inputs=cfg.inputs.norm())
         hp = local_hparams(local, epochs, augment, accel)
         results, secs, _ = train_cohort(cohort, hp, device, progress=not args.no_progress, live=live)
         info = {**local.as_dict(), "epochs_run": epochs, "augment_in_force": augment, "profile": profile.name,
@@ -187,7 +188,7 @@ def _run(args) -> None:
     write_json(out / "index.json", {"part": args.part, "arch": arch, "kind": "cvae_decoder" if generative else
                                     "classifier", "clients": summary, "train": info})
     out.rename(final)
-    write_runtime_record(runtime_record(paths, f"clients-{args.part}"), seconds, device, cfg["runtime"],
+    write_runtime_record(runtime_record(paths, f"clients-{args.part}"), seconds, device, cfg.runtime,
                          per_client_seconds=per_client_seconds,
                          client_processes=1 if generative else client_processes())
     record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "per_client": summary}

@@ -77,7 +77,7 @@ def table01(params: dict, paper: pd.DataFrame, dataset: str) -> tuple[pd.DataFra
 def settings_for(params: dict, dataset: str) -> dict:
     """The settings in force for ``dataset``: params merged with ``per_dataset`` and the methods' defaults."""
     from ...methods import METHODS
-    from ...stages.common import merge_per_dataset
+    from ...config import merge_per_dataset
 
     merged = merge_per_dataset({**params, "dataset": dataset})
     from ...config import CVAETraining, LocalTraining
