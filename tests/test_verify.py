@@ -55,3 +55,23 @@ def test_identical_reruns_then_a_changed_record_and_a_stale_stage(tmp_path, caps
     assert verify.main([str(work)]) == 1
     out = capsys.readouterr().out
     assert "not checkable (2): stale" in out and "0 identical" in out
+
+
+def test_a_record_that_differs_only_in_its_seconds_and_host_counts_as_the_same(tmp_path):
+    """A re-run writes its own seconds and host: a stage's runtime/ record, and the seconds and runtime block of its
+    run record. Those alone do not make it differ; any other field does."""
+    import json
+
+    work = tmp_path / "p"
+    (work / "runs").mkdir(parents=True)
+    (work / ".dvc").mkdir()
+    record = {"acc_final": 81.25, "server_seconds": 55.7, "runtime": {"cpu": "A", "threads": 2}, "tag": ""}
+    (work / "runs" / "x.json").write_text(json.dumps(record))
+    sh("git", "init", "-q", cwd=work)
+    sh("git", "add", "-A", cwd=work)
+    sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "r", cwd=work)
+    (work / "runs" / "x.json").write_text(json.dumps({**record, "server_seconds": 94.2, "runtime": {"cpu": "B"}}))
+    assert verify.timing_only(work, "runs/x.json", "0" * 32)
+    assert verify.timing_only(work, "results/r/runtime/x.json", "0" * 32)  # the seconds-and-host record itself
+    (work / "runs" / "x.json").write_text(json.dumps({**record, "acc_final": 81.3}))
+    assert not verify.timing_only(work, "runs/x.json", "0" * 32)

@@ -48,6 +48,7 @@ class Check:
     status: str  # identical | within tolerance | differs | not checked
     detail: str = ""
     seconds: float = 0.0
+    timings: tuple[str, ...] = ()  # outputs that came out different only in their seconds and host
 
 
 def _dvc(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
@@ -202,8 +203,8 @@ def compare_by_value(project: Path, path: str, md5: str, rtol: float, atol: floa
 def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
     """Re-run ``name`` from scratch and compare its outputs with the recorded ones; then put the checkout back as it
     was. Its outputs are moved aside first (so a persistent checkpoint does not turn the re-run into a resume) and
-    moved back after, unless they came out as recorded: then the new ones stay, and the stages that read them can be
-    checked next. Nothing that was there is lost."""
+    moved back after, unless they came out as recorded, seconds included: then the new ones stay, and the stages
+    that read them can be checked next. Nothing that was there is lost."""
     lock_text = (project / "dvc.lock").read_text()
     recorded = _outs(locked_stages(project)[name])
     ran_on = _recorded_runtime(project, recorded)
@@ -226,7 +227,7 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
         added = sorted(_staged(project) - staged)  # DVC's autostage (core.autostage) adds what it wrote to git's index
         if added:
             subprocess.run(["git", "reset", "-q", "--", *added], cwd=_git_root(project), capture_output=True)
-        if check is None or check.status != "identical":
+        if check is None or check.status != "identical" or check.timings:  # the recorded outputs back
             for path in recorded:
                 _remove(project / path)
                 if (aside / path).exists():
@@ -253,6 +254,30 @@ def _remove(path: Path) -> None:
         path.unlink()
 
 
+def _without_timings(value):
+    """A run record without what varies from run to run of the same computation: every ``*seconds`` key and the
+    ``runtime`` block (host, threads, switches), recursively."""
+    if isinstance(value, dict):
+        return {k: _without_timings(v) for k, v in value.items() if k != "runtime" and not k.endswith("seconds")}
+    if isinstance(value, list):
+        return [_without_timings(v) for v in value]
+    return value
+
+
+def timing_only(project: Path, path: str, md5: str) -> bool:
+    """Whether a differing output differs only in timings: a stage's seconds-and-host record (an output under a
+    ``runtime/`` folder, written apart from what was computed) or a JSON record equal once its timings are dropped."""
+    if "runtime" in Path(path).parts:
+        return True
+    for _, old, new in _file_pairs(project, path, md5):
+        if old is None or not new.is_file() or new.suffix != ".json":
+            return False
+        if old.read_bytes() != new.read_bytes() and \
+                _without_timings(json.loads(old.read_text())) != _without_timings(json.loads(new.read_text())):
+            return False
+    return True
+
+
 def _git_root(project: Path) -> Path:
     return Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=project, capture_output=True, text=True,
                                check=True).stdout.strip())
@@ -272,8 +297,12 @@ def _rerun(project: Path, name: str, recorded: dict[str, str], rtol: float, atol
         return Check(name, "not checked", "the re-run failed: " + (run.stdout + run.stderr).strip()[-300:], seconds)
     now = _outs(locked_stages(project)[name])
     differ = [p for p in recorded if now.get(p) != recorded[p]]
+    timings = [p for p in differ if timing_only(project, p, recorded[p])]
+    differ = [p for p in differ if p not in timings]
     if not differ:
-        return Check(name, "identical", f"{len(recorded)} output(s), md5 as recorded", seconds)
+        return Check(name, "identical", f"{len(recorded)} output(s), md5 as recorded" + (
+            f" but for {len(timings)} that differ only in seconds and host ({', '.join(timings)})" if timings else ""),
+            seconds, tuple(timings))
     details, close = [], True
     for p in differ:
         ok, why = compare_by_value(project, p, recorded[p], rtol, atol)
