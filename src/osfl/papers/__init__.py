@@ -29,7 +29,7 @@ PIPELINE_KEYS: dict[str, dict[str, tuple[str, ...] | None]] = {
         "cost": ("fedavg_rounds", "resnet"), "figure_split": None, "dp_sigmas": None, "variants": None,
         "resnet": ("model", "condense", "columns", "s_columns"),
     },
-    "benchmark": {"datasets": None, "splits": None, "seeds": None, "columns": None},
+    "benchmark": {"datasets": None, "splits": None, "seeds": None, "columns": None, "xcolumns": None},
     "hfldd": {
         "datasets": None, "classes": None, "seeds": None, "public": None, "baselines": None,
         "cost": ("target", "curve_targets"),

@@ -1,4 +1,5 @@
-"""The cross-paper benchmark's report (papers/benchmark/): every method of ``columns`` on the same partitions.
+"""The cross-paper benchmark's report (papers/benchmark/): every method of ``columns`` (and ``xcolumns``: the methods
+that read a second upload of the same clients, e.g. MA-Echo's projection matrices) on the same partitions.
 
 * ``table``: one row per method, one column per split: our final accuracy, mean ± std (n seeds), and its rank in
   the split (1 = best, ties share the mean rank); the last column is the average rank over the splits. A run that
@@ -141,10 +142,11 @@ def orderings(numbers: dict, params: dict, papers_root: Path) -> list[str]:
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, paper_results_root: Path | None = None,
            summary: Path | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    runs = read_runs(Path(results_root), params)
-    df, numbers, failed = cells(runs, params)
+    every = {**params, "columns": list(params.get("columns") or []) + list(params.get("xcolumns") or [])}
+    runs = read_runs(Path(results_root), every)
+    df, numbers, failed = cells(runs, every)
     described = cpu_profile.describe(params)
-    ot_ids = {e["id"] for e in params.get("columns") or [] if e.get("method") == "ot"}
+    ot_ids = {e["id"] for e in every["columns"] if e.get("method") == "ot"}
     ot_note = ot_unmoved_note([(r.get("extras") or {}).get("units_moved_share") for by_id in runs.values()
                                for i in ot_ids for r in by_id.get(i, [])])
     ran: dict[str, set] = {}
