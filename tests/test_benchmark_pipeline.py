@@ -1,4 +1,4 @@
-"""papers/benchmark/: every method of `columns` on the same partitions; a method is one params line; the report ranks
+"""papers/benchmark/: every method of `columns` (and `xcolumns`, on a second upload) on the same partitions; a method is one params line; the report ranks
 them and sets their orders beside the papers'."""
 import json
 from pathlib import Path
@@ -17,10 +17,13 @@ def test_the_grid_is_splits_times_seeds_times_columns():
     params = yaml.safe_load((PAPER / "params.yaml").read_text())
     runs = len(params["datasets"]) * len(params["splits"]) * len(params["seeds"])
     families = stage_families(PAPER)
-    assert {k: families.get(k) for k in ("partition", "train", "server")} == {
-        "partition": runs, "train": runs, "server": runs * len(params["columns"])}
-    assert {c["method"] for c in params["columns"]} <= set(params["methods"])
-    assert all(c["id"] == c["method"] + (f"-{c['tag']}" if c["tag"] else "") for c in params["columns"])
+    assert {k: families.get(k) for k in ("partition", "train", "server", "project", "server_x")} == {
+        "partition": runs, "train": runs, "server": runs * len(params["columns"]), "project": runs,
+        "server_x": runs * len(params["xcolumns"])}
+    rows = params["columns"] + params["xcolumns"]
+    assert {c["method"] for c in rows} <= set(params["methods"])
+    assert all(c["id"] == c["method"] + (f"-{c['tag']}" if c["tag"] else "") for c in rows)
+    assert len({c["id"] for c in rows}) == len(rows)
 
 
 def _rec(acc, seed, seconds=1.0, failed=False):
@@ -40,7 +43,8 @@ def test_ranks_and_average_rank_over_splits_with_failed_runs_left_out():
     assert df.loc["c", "fmnist Dir(0.5)"] == "70.00 (#2)" and df.loc["b", "fmnist Dir(0.5)"] == "60.00 (#3)"
     assert df.loc["b", "fmnist 2 classes per client"] == "30.00 [failed its regime guard: s1 11.00] (#1)"
     assert df.loc["c", "fmnist 2 classes per client"] == "—"
-    assert list(df["average rank"]) == ["1.50", "2.00", "2.00"]
+    # c ran in one split of two: no average beside rows ranked in both
+    assert list(df["average rank"]) == ["1.50", "2.00", "— (1 of 2 splits)"]
 
 
 def test_orderings_name_the_pairs_in_the_other_order(repo_root):
@@ -91,12 +95,15 @@ def test_a_method_added_as_one_params_line_gets_its_row(benchmark_repo):
     work, params, _ = benchmark_repo
     reports = work / SUB / "reports"
     table = (reports / "table.md").read_text()
-    for c in params["columns"]:
+    rows = params["columns"] + params["xcolumns"]  # MA-Echo (xcolumns) on the same clients' second upload
+    for c in rows:
         assert f"| {c['id']} |" in table, c["id"]
     rec = json.loads((work / SUB / "results" / "fmnist-dir0.5-s0" / "runs" / "fedavg-uniform.json").read_text())
     assert rec["choices"]["weighting"] == "uniform"
     assert (reports / "figure.png").is_file() and json.loads((reports / "status.json").read_text())["table"].startswith(
-        "3 cells run")
+        f"{len(rows)} cells run")
+    maecho = json.loads((work / SUB / "results" / "fmnist-dir0.5-s0" / "projections.json").read_text())
+    assert maecho["out"] == "models/fmnist-dir0.5-s0-maecho/clients" and len(maecho["clients"]) == params["clients"]
     assert "up to date" in sh("dvc", "status", cwd=work / SUB).stdout
     # the client-number sweep: its own partition of 3 clients, whose runs read them
     sweep = work / SUB / "results" / "fmnist-dir0.5-s0-n3"

@@ -74,7 +74,10 @@ def cells(runs: dict, params: dict) -> tuple[pd.DataFrame, dict, int]:
         for i, r in ranks[col].items():
             df.loc[i, col] = f"{df.loc[i, col]} (#{r:g})"
     ranked = pd.DataFrame(ranks).reindex(df.index)
-    df["average rank"] = [f"{v:.2f}" if not math.isnan(v) else "—" for v in ranked.mean(axis=1, skipna=True)]
+    # over every split or not at all: a mean over the splits a row ran in would set it beside rows ranked everywhere
+    ran = ranked.notna().sum(axis=1)
+    df["average rank"] = [f"{v:.2f}" if k == len(splits) else f"— ({k} of {len(splits)} splits)"
+                          for v, k in zip(ranked.mean(axis=1, skipna=True), ran)]
     df.index.name = "method"
     return df, numbers, failed
 
