@@ -230,9 +230,15 @@ def test_corrupt_cifar_archive_raises_config_error_naming_it(tmp_path, offline):
         ("svhn", "train_32x32.mat"),
     ],
 )
-def test_unavailable_dataset_fails_with_one_line(tmp_path, offline, name, first_file):
+def test_unavailable_dataset_fails_with_one_line(tmp_path, monkeypatch, offline, name, first_file):
     mirror = tmp_path / "empty-mirror"
     mirror.mkdir()
+    if name == "mnist":  # as on a clone whose shipped copy (data/mnist/) is not pulled and carries no .dvc file
+        import osfl.data as data_pkg
+        from osfl.data.mnist_family import _idx_loader
+
+        monkeypatch.setitem(data_pkg.DATASETS._entries, "mnist",
+                            dataclasses.replace(get_spec("mnist"), loader=_idx_loader("mnist", "MNIST")))
     with pytest.raises(DataUnavailableError) as err:
         prepare_dataset(name, tmp_path / "out", mirror=mirror, download_root=tmp_path / "raw")
     message = str(err.value)
@@ -440,3 +446,88 @@ def test_stand_in_arrays_never_reach_a_quick_run(tmp_path, offline):
     assert aux_images("cifar100", paths, cfg, torch.device("cpu")).shape[1:] == (3, 32, 32)  # stand-in at smoke
     with pytest.raises(ConfigError, match=r"^server.feddf.aux_data: cifar100 cannot be loaded"):
         aux_images("cifar100", paths, Cfg(**{**vars(cfg), "profile": quick}), torch.device("cpu"))
+
+
+# ------------------------------------------------------------------------------- MNIST shipped in dvc-store
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_mnist_in_the_store_is_the_published_mnist():
+    """The four files data/mnist.dvc names are in dvc-store/ and decompress to MNIST's idx payloads (README md5s)."""
+    import dvc.api
+
+    from osfl.data.mnist_family import MNIST_PAYLOAD_MD5, SHIPPED_MNIST
+
+    assert SHIPPED_MNIST == REPO / "data" / "mnist" and (REPO / "data" / "mnist.dvc").is_file()
+    for name, payload_md5 in MNIST_PAYLOAD_MD5.items():
+        # read from the cache or the shipped remote (dvc-store/), never from a checkout that might be absent
+        with dvc.api.open(f"data/mnist/{name}", repo=str(REPO), mode="rb") as packed:
+            with gzip.GzipFile(fileobj=packed) as payload:
+                assert hashlib.md5(payload.read()).hexdigest() == payload_md5, name
+
+
+def _mnist_like_folder(folder: Path, rng: np.random.Generator) -> dict[str, str]:
+    """Tiny MNIST-style .gz files in ``folder``; returns each file's payload MD5."""
+    folder.mkdir(parents=True)
+    payload_md5 = {}
+    for part, n in (("train", 6), ("t10k", 3)):
+        for file, payload in ((f"{part}-images-idx3-ubyte.gz", _idx_images(_asymmetric_images(n, rng))),
+                              (f"{part}-labels-idx1-ubyte.gz", _idx_labels(rng.integers(0, 10, n)))):
+            (folder / file).write_bytes(gzip.compress(payload, compresslevel=9, mtime=0))
+            payload_md5[file] = _md5_bytes(payload)
+    return payload_md5
+
+
+def test_shipped_copy_recompressed_is_accepted_by_payload_md5(tmp_path, offline):
+    """A re-compressed copy (container MD5 not torchvision's) passes on its payload MD5, as data/mnist/ does."""
+    from osfl.data.mnist_family import _idx_loader
+
+    shipped = tmp_path / "data" / "mnist"
+    payload_md5 = _mnist_like_folder(shipped, np.random.default_rng(1))
+    data = _idx_loader("mnist", "MNIST", system_dirs=(shipped,), payload_md5=payload_md5)(None, tmp_path / "raw")
+    assert len(data.x_train) == 6 and len(data.x_test) == 3 and str(shipped) in data.source
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_corrupted_shipped_mnist_file_is_refused_in_one_line(tmp_path, monkeypatch, offline, damage):
+    """A truncated or altered file of the shipped copy stops prepare with one line naming it and the fix; the
+    prepared folder already there is left as it was."""
+    from osfl.data.mnist_family import _idx_loader
+
+    shipped = tmp_path / "data" / "mnist"
+    payload_md5 = _mnist_like_folder(shipped, np.random.default_rng(2))
+    (tmp_path / "data" / "mnist.dvc").write_text("outs:\n- path: mnist\n")
+    victim = shipped / "train-images-idx3-ubyte.gz"
+    raw = victim.read_bytes()
+    victim.write_bytes(raw[: len(raw) // 2] if damage == "truncate" else raw[:-9] + bytes([raw[-9] ^ 1]) + raw[-8:])
+    loader = _idx_loader("mnist", "MNIST", system_dirs=(shipped,), payload_md5=payload_md5)
+    with pytest.raises(ConfigError) as err:
+        loader(None, tmp_path / "raw")
+    message = str(err.value)
+    assert "\n" not in message and str(victim) in message
+    assert "dvc checkout --force mnist.dvc" in message
+
+    # through prepare_dataset: a folder prepared before stays byte for byte
+    import osfl.data as data_pkg
+
+    monkeypatch.setitem(data_pkg.DATASETS._entries, "mnist", dataclasses.replace(get_spec("mnist"), loader=loader))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "meta.json").write_text('{"kept": true}\n')
+    with pytest.raises(ConfigError):
+        prepare_dataset("mnist", out, download_root=tmp_path / "raw")
+    assert sorted(p.name for p in out.iterdir()) == ["meta.json"]
+    assert (out / "meta.json").read_text() == '{"kept": true}\n'
+
+
+def test_shipped_mnist_not_pulled_says_how_to_pull(tmp_path, offline):
+    """data/mnist.dvc present but its folder not checked out, offline: the one line names `dvc pull mnist.dvc`."""
+    from osfl.data.mnist_family import _idx_loader
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "mnist.dvc").write_text("outs:\n- path: mnist\n")
+    loader = _idx_loader("mnist", "MNIST", system_dirs=(tmp_path / "data" / "mnist",))
+    with pytest.raises(DataUnavailableError) as err:
+        loader(None, tmp_path / "raw")
+    assert "\n" not in str(err.value) and "`dvc pull mnist.dvc` in " + str(tmp_path / "data") in str(err.value)

@@ -103,11 +103,20 @@ def verify(path: Path, raw: RawFile) -> None:
                     return
         except (OSError, EOFError, zlib.error):
             pass  # not a valid gzip stream: report the container's MD5 below
+    tracked = dvc_file_of(path.parent)
+    fix = (f"restore it with `dvc checkout --force {tracked.name}` in {tracked.parent} (or `dvc pull --force`)"
+           if tracked is not None else f"replace it with a fresh download of {raw.url}")
     raise ConfigError(
         "data.mirror",
         f"{path} does not match torchvision's checksum for {raw.name} (MD5 {actual}, expected {raw.md5}); "
-        f"the file is corrupt or a different version: replace it with a fresh download of {raw.url}",
+        f"the file is corrupt, truncated or a different version: {fix}",
     )
+
+
+def dvc_file_of(folder: Path) -> Path | None:
+    """The ``<folder>.dvc`` file that tracks ``folder`` as a DVC output (a shipped copy), or None."""
+    candidate = Path(folder).with_name(Path(folder).name + ".dvc")
+    return candidate if candidate.is_file() else None
 
 
 def resolve(raws: Sequence[RawFile], dirs: Sequence[Path], subdirs: Sequence[str] = ()) -> dict[str, Path]:
@@ -165,21 +174,31 @@ def _socket_timeout(seconds: float) -> Iterator[None]:
         socket.setdefaulttimeout(previous)
 
 
-def unavailable(dataset: str, missing: RawFile, mirror: Path | None, reason: str) -> DataUnavailableError:
-    """The one-line error for a dataset that can neither be found in a mirror nor downloaded."""
+def unavailable(
+    dataset: str, missing: RawFile, mirror: Path | None, reason: str, shipped: Sequence[Path] = ()
+) -> DataUnavailableError:
+    """The one-line error for a dataset that can neither be found in a mirror nor downloaded.
+
+    ``shipped``: folders the project ships through DVC (a ``<folder>.dvc`` beside them) that hold no copy yet:
+    the message then says how to bring them first.
+    """
     where = f"data.mirror={mirror}" if mirror is not None else "data.mirror (not set)"
     target = f"{mirror}/" if mirror is not None else "a folder"
     reason = " ".join(reason.split())  # one line, whatever torchvision's message looked like
     if len(reason) > 200:
         reason = reason[:197] + "..."
+    pull = [f"`dvc pull {t.name}` in {t.parent}" for d in shipped if (t := dvc_file_of(d)) is not None]
+    advice = (f"the project ships it: run {' and '.join(pull)}, or " if pull else "") + (
+        f"download {missing.url} on a machine with internet into {target} and set data.mirror to that folder")
     return DataUnavailableError(
         "dataset",
-        f"{dataset!r} needs {missing.name}; the download failed ({reason}) and it was not found in {where}; "
-        f"download {missing.url} on a machine with internet into {target} and set data.mirror to that folder",
+        f"{dataset!r} needs {missing.name}; the download failed ({reason}) and it was not found in {where}; {advice}",
     )
 
 
-def torchvision_download(dataset: str, build: Callable[[], T], missing: RawFile, mirror: Path | None) -> T:
+def torchvision_download(
+    dataset: str, build: Callable[[], T], missing: RawFile, mirror: Path | None, shipped: Sequence[Path] = ()
+) -> T:
     """Run ``build()`` (a torchvision dataset constructor with ``download=True``), mapping failures.
 
     torchvision skips the network when ``download_root`` already holds verified files (an earlier download).
@@ -193,4 +212,4 @@ def torchvision_download(dataset: str, build: Callable[[], T], missing: RawFile,
     except (OSError, RuntimeError) as exc:
         # torchvision's MNIST joins the errors of all its mirrors over several lines; the last is the cause
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        raise unavailable(dataset, missing, mirror, lines[-1] if lines else type(exc).__name__) from exc
+        raise unavailable(dataset, missing, mirror, lines[-1] if lines else type(exc).__name__, shipped) from exc

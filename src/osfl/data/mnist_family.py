@@ -3,7 +3,11 @@
 Sources (downloaded by torchvision, or taken from a mirror and checked against torchvision's MD5s):
 
 * ``mnist``: MNIST (LeCun, Bottou, Bengio, Haffner 1998), ``torchvision.datasets.MNIST``; the four
-  ``*-idx?-ubyte.gz`` files of ``MNIST.resources``; mirror layout ``<mirror>/MNIST/raw/<file>.gz``.
+  ``*-idx?-ubyte.gz`` files of ``MNIST.resources``; mirror layout ``<mirror>/MNIST/raw/<file>.gz``. The project
+  ships its own copy (:data:`SHIPPED_MNIST`, ``data/mnist/`` at the repository root, a DVC output of the root
+  project kept in ``dvc-store/``: ``dvc pull data/mnist.dvc`` brings it), searched after the user's mirror. Its
+  ``.gz`` files were re-compressed (``gzip -n -9``), so they are accepted by the MD5s of their decompressed payloads
+  (:data:`MNIST_PAYLOAD_MD5`), as Debian's Fashion-MNIST is.
 * ``fmnist``: Fashion-MNIST (Xiao, Rasul, Vollgraf 2017, arXiv:1708.07747),
   ``torchvision.datasets.FashionMNIST``; mirror layout ``<mirror>/FashionMNIST/raw/<file>.gz``. The Debian
   package ``dataset-fashion-mnist`` (``/usr/share/datasets/fashion-mnist``, files flat in the folder) is
@@ -45,6 +49,18 @@ FMNIST_PAYLOAD_MD5 = {
     "train-labels-idx1-ubyte.gz": "9018921c3c673c538a1fc5bad174d6f9",
     "t10k-images-idx3-ubyte.gz": "8181f5470baa50b63fa0f6fddb340f0a",
     "t10k-labels-idx1-ubyte.gz": "15d484375f8d13e6eb1aabb0c3f46965",
+}
+
+#: The project's own copy of MNIST's four ``.gz`` files: ``data/mnist/`` at the repository root (``data/mnist.dvc``).
+SHIPPED_MNIST = Path(__file__).resolve().parents[3] / "data" / "mnist"
+
+#: MD5 of the decompressed idx files of the original MNIST release (the payloads of torchvision's
+#: ``MNIST.resources``; the same MD5s as in the README of the copy the project ships).
+MNIST_PAYLOAD_MD5 = {
+    "train-images-idx3-ubyte.gz": "6bbc9ace898e44ae57da46a324031adb",
+    "train-labels-idx1-ubyte.gz": "a25bea736e30d166cdddb491f175f624",
+    "t10k-images-idx3-ubyte.gz": "2646ac647ad5339dbf082846283269ea",
+    "t10k-labels-idx1-ubyte.gz": "27ae3e4e09519cfbb04c329615203637",
 }
 
 EMNIST_SPLIT = "balanced"
@@ -89,7 +105,7 @@ def _idx_loader(
         else:
             missing = next(r for r in raws if r.name not in found)
             train = torchvision_download(
-                name, lambda: cls(str(download_root), train=True, download=True), missing, mirror
+                name, lambda: cls(str(download_root), train=True, download=True), missing, mirror, system_dirs
             )
             source = f"torchvision {class_name} download into {download_root}"
         test = cls(str(download_root), train=False, download=False)
@@ -147,7 +163,7 @@ DATASETS.register(
         n_train=60000,
         n_test=10000,
         description="MNIST handwritten digits (LeCun et al. 1998) via torchvision.datasets.MNIST",
-        loader=_idx_loader("mnist", "MNIST", _DIGIT_NAMES),
+        loader=_idx_loader("mnist", "MNIST", _DIGIT_NAMES, system_dirs=(SHIPPED_MNIST,), payload_md5=MNIST_PAYLOAD_MD5),
     ),
 )
 
