@@ -9,6 +9,7 @@
 #   make report    one PDF of every paper's committed reports (report/osfl-report.pdf, pdflatex): nothing trains
 #   make deps      write every stage's code deps from the imports; make check-deps checks them (tests do too)
 #   make lock      re-freeze requirements.lock from requirements.txt (after changing a pin there)
+#   make hooks     install the commit-msg check (.ci/commit-msg: subject of at most 72 characters, then a blank line)
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
@@ -16,7 +17,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 PAPERS := fedhydra fedmho hfldd ofeded benchmark
 
-.PHONY: install repro verify $(PAPERS) report deps check-deps lock test bench dag farm clean-venv
+.PHONY: install repro verify $(PAPERS) report deps check-deps lock test bench dag farm clean-venv hooks
 
 install: $(VENV)/.installed
 
@@ -105,6 +106,11 @@ bench: install
 	$(BIN)/python benchmarks/bench_fedhydra_run.py
 	$(BIN)/python benchmarks/bench_matching.py
 	$(BIN)/python benchmarks/bench_farm.py
+
+hooks:
+	mkdir -p "$$(git rev-parse --git-path hooks)"
+	ln -sf "$(abspath .ci/commit-msg)" "$$(git rev-parse --git-path hooks)/commit-msg"
+	@echo "make hooks: .git/hooks/commit-msg checks every commit's subject (at most 72 characters)"
 
 dag: install
 	dvc dag --md
