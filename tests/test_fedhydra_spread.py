@@ -76,8 +76,9 @@ def test_within_the_spread_uses_the_larger_std():
     assert v.verdict == "within spread"
     assert v.basis == "seeds 0, 1, 2 (n = 3): difference -0.50, spread 1.00 (larger sample std)"
     assert compare(side("a", a), side("b", [72.5, 72.5, 72.5])).verdict == "does not hold"  # 2.5 points > std 1.0
-    # one seed each and no curve: no spread to speak of
-    assert compare(side("a", [70.0]), side("b", [70.5])).label == "not judged: one seed, no spread"
+    # one seed each and no curve: not judged, and no spread to speak of
+    one = compare(side("a", [70.0]), side("b", [70.5]))
+    assert one.label == "not judged (n = 1)" and one.basis == "seed 0 (n = 1): difference -0.50, no spread"
 
 
 def test_render_comparison_cells_with_seeds_and_extra_rows(tmp_path):
@@ -192,10 +193,10 @@ def test_claim_within_the_spread_is_said():
     assert c["verdict"] == "within spread" and "spread" not in c
     assert ("FedHydra 70.00 ± 1.20 (n=3) vs DENSE 70.50 ± 0.00 (n=3) (seeds 0, 1, 2 (n = 3): difference -0.50, "
             "spread 1.20 (larger sample std))") in c["evidence"]
-    # the same runs without the extra seeds: one run each, no curve, so no spread to judge by
+    # the same runs without the extra seeds: one run each, not judged (and no curve, so no spread either)
     (c1,) = [c for c in fh.claims(runs, ["dir0.5"], None, "-", []) if c["artifact"] == "table01"]
-    assert (c1["verdict"], c1["reason"]) == ("not judged", "one seed, no spread")
-    assert "FedHydra 68.80 vs DENSE 70.50" in c1["evidence"]
+    assert (c1["verdict"], c1["reason"]) == ("not judged", "n = 1")
+    assert "FedHydra 68.80 vs DENSE 70.50 (seed 0 (n = 1): difference -1.70, no spread)" in c1["evidence"]
 
 
 def test_claim_outside_the_spread_holds():
@@ -209,20 +210,34 @@ def test_claim_outside_the_spread_holds():
 
 def test_sa_ae_claim_with_seeds_and_the_readme(repo_root, tmp_path):
     """SA ran with seeds 0 and 1, AE with seed 0 only: SA is compared on seed 0 (69.0 vs 69.5), not by its two-seed
-    mean (70.0, which "held" before); one seed, so the spread is the curves' swing, and without curves there is none."""
+    mean (70.0, which "held" before), and one seed is not judged (its spread, the curves' swing, where they have
+    one, in the evidence). With three common seeds it is decided, on those seeds only."""
     runs = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"fedhydra": 69.0, "fedhydra-ae": 69.5}),
             "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"fedhydra": 71.0})}
     v = {(c["artifact"], c["claim"][:24]): c for c in fh.claims(runs, ["dir0.5"], None, "-", [], seeds=[1])}
     c = v[SA_AE]
-    assert (c["verdict"], c["reason"]) == ("not judged", "one seed, no spread")
-    assert "SA 69.00 vs AE 69.50; seed 0 (n = 1)" in c["evidence"] and "71.00" not in c["evidence"]
+    assert (c["verdict"], c["reason"]) == ("not judged", "n = 1")
+    assert "SA 69.00 vs AE 69.50; seed 0 (n = 1): difference -0.50, no spread" in c["evidence"]
+    assert "71.00" not in c["evidence"]
     curves = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"fedhydra": 69.0, "fedhydra-ae": 69.5}, swing=1.0),
               "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"fedhydra": 71.0}, swing=1.0)}
-    (w,) = [x for x in fh.claims(curves, ["dir0.5"], None, "-", [], seeds=[1]) if x["artifact"] == "figure07"]
-    assert w["verdict"] == "within spread" and "difference -0.50, spread 1.00" in w["evidence"]
+    (n1,) = [x for x in fh.claims(curves, ["dir0.5"], None, "-", [], seeds=[1]) if x["artifact"] == "figure07"]
+    assert (n1["verdict"], n1["reason"]) == ("not judged", "n = 1")
+    assert "difference -0.50, spread 1.00 (epoch-to-epoch swing)" in n1["evidence"]
+    # SA on seeds 0-3, AE on seeds 0-2: compared on seeds 0-2 (SA's seed 3, 80.0, would lift its mean to 72.0)
+    three = {"fmnist-dir0.5": made_up_run("fmnist-dir0.5", {"fedhydra": 69.0, "fedhydra-ae": 69.5}),
+             "fmnist-dir0.5-s1": made_up_run("fmnist-dir0.5-s1", {"fedhydra": 70.0, "fedhydra-ae": 70.5}),
+             "fmnist-dir0.5-s2": made_up_run("fmnist-dir0.5-s2", {"fedhydra": 68.0, "fedhydra-ae": 68.5}),
+             "fmnist-dir0.5-s3": made_up_run("fmnist-dir0.5-s3", {"fedhydra": 80.0})}
+    (w,) = [x for x in fh.claims(three, ["dir0.5"], None, "-", [], seeds=[1, 2, 3]) if x["artifact"] == "figure07"]
+    assert w["verdict"] == "within spread"
+    assert ("SA 69.00 ± 1.00 (n=3) vs AE 69.50 ± 1.00 (n=3); seeds 0, 1, 2 (n = 3): difference -0.50, spread 1.00"
+            in w["evidence"])
     readme = tmp_path / "README.md"
     fh._write_readme([], {}, [c, w], runs, readme, "quick", "", seeds=[1])
     text = readme.read_text()
-    assert "| figure07 | SA consistently outperforms AE (§4.2.2) | **not judged: one seed, no spread** |" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| figure07 | SA consistently outperforms AE (§4.2.2) |"))
+    assert "| **not judged" in row and "n = 1" in row.split("**")[1]
     assert "| **within spread** |" in text
     assert "larger of the two sides' sample standard deviations" in text and "same seeds only" in text
+    assert 'decided only on n >= 3 seeds: with fewer it reads "not judged (n = k)"' in text

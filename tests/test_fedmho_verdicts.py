@@ -1,6 +1,6 @@
 """FedMHO's Table IV claim verdicts (the rule: osfl.reporting.spread, tests/test_spread_verdicts.py) on made-up
-sides and run folders: seed for seed, decided beyond the spread, not judged where a classifier part's clients are at
-chance or the decoders' samples are constant."""
+sides and run folders: seed for seed, decided beyond the spread on three seeds (on fewer: not judged (n = k)), not
+judged where a classifier part's clients are at chance or the decoders' samples are constant."""
 from __future__ import annotations
 
 import json
@@ -17,10 +17,11 @@ METHODS = ["FedAvg", "FedDF", "DENSE", "Co-Boosting", "FEDCVAE", "FedMHO", "FedM
 ROW = "Fashion, 0.5"
 
 
-def sides(means: dict[str, float], std: float = 0.5) -> dict[tuple[str, str], Side]:
-    """Two seeds per column, mean ± ``std``·√2 apart (sample std ``std``)."""
-    d = std / 2 ** 0.5
-    return {(ROW, m): Side(m, {0: v - d, 1: v + d}) for m, v in means.items()}
+def sides(means: dict[str, float], std: float = 0.5, n: int = 3) -> dict[tuple[str, str], Side]:
+    """Three seeds per column, mean - ``std``, mean, mean + ``std`` (sample std ``std``); ``n = 2``: the first and
+    the last of them only (the same mean)."""
+    keep = (0, 1, 2) if n == 3 else (0, 2)
+    return {(ROW, m): Side(m, {s: (v - std, v, v + std)[s] for s in keep}) for m, v in means.items()}
 
 
 def test_table4_claims():
@@ -31,6 +32,11 @@ def test_table4_claims():
     assert v["the KD terms help: MD and SD at least plain FedMHO (§5.3.1)"].verdict == "holds"
     gain = next(x for k, x in v.items() if k.startswith("FedMHO / MD / SD beat the best baseline"))
     assert gain.verdict == "holds" and gain.evidence.startswith("ours over 1 rows: best baseline FEDCVAE; gains +3.00")
+    # the same columns on two seeds: every claim waits for a third, its parts' numbers still given
+    two = dict(fedmho.claims(sides(base, n=2)))
+    assert {x.label for x in two.values()} == {"not judged (n = 2)"}
+    kd = two["the KD terms help: MD and SD at least plain FedMHO (§5.3.1)"]
+    assert "seeds 0, 2 (n = 2): difference +4.00, spread 0.71 (larger sample std)" in kd.evidence
     close = dict(fedmho.claims(sides({**base, "FedMHO-SD": 58.4})))  # SD 0.4 above FedMHO, stds 0.5
     assert close["the KD terms help: MD and SD at least plain FedMHO (§5.3.1)"].verdict == "within spread"
     assert close["MD and SD are the two best methods in every row (§5.2)"].verdict == "within spread"
@@ -45,7 +51,7 @@ def test_table4_claims():
         "(judged without Co-Boosting (every row), FEDCVAE (every row): not run, or failed a guard)"))
     assert gain.evidence.startswith("ours over 1 rows: best baseline DENSE; gains +8.00 / +12.00 / +11.00")
     # a column missing in one row only is named with that row
-    two = {**sides(base), **{("Fashion, 2, 0.3", m): Side(m, {0: x - 0.3, 1: x + 0.3}) for m, x in base.items()
+    two = {**sides(base), **{("Fashion, 2, 0.3", m): Side(m, {0: x - 0.3, 1: x, 2: x + 0.3}) for m, x in base.items()
                             if m != "FedAvg"}}
     key = next(k for k in dict(fedmho.claims(two)) if k.startswith("MD and SD are the two best"))
     assert key.endswith("(judged without FedAvg (Fashion, 2, 0.3): not run, or failed a guard)")
@@ -56,7 +62,7 @@ def test_table6_claim_compares_each_run_with_itself_without_cleaning():
     claim = "k-means cleaning helps: MD and SD above themselves without it in every row (Table VI vs IV, §5.3.2)"
     v = dict(fedmho.cleaning_claims(cleaned, sides({"FedMHO-MD": 58.0, "FedMHO-SD": 60.8})))[claim]
     assert v.verdict == "within spread"  # SD 0.2 above itself without cleaning, stds 0.5
-    assert "FedMHO-MD (cleaned) 62.00 ± 0.50 (n=2) vs FedMHO-MD (no cleaning) 58.00 ± 0.50 (n=2)" in v.evidence
+    assert "FedMHO-MD (cleaned) 62.00 ± 0.50 (n=3) vs FedMHO-MD (no cleaning) 58.00 ± 0.50 (n=3)" in v.evidence
     assert dict(fedmho.cleaning_claims(cleaned, sides({"FedMHO-MD": 64.0})))[claim].verdict == "does not hold"
     assert dict(fedmho.cleaning_claims(cleaned, {}))[claim].verdict == "not run"
 

@@ -28,7 +28,7 @@ import yaml
 
 from ..provenance.lineage import AGREE, check as lineage
 from .published import load_artifacts
-from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts
+from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts, verdict_label
 from .tables import escape_latex
 
 #: The papers in the report's order (the issues' order), with their folder under ``papers/``.
@@ -162,9 +162,8 @@ def summary_section(papers: list[Paper]) -> list[str]:
         aside = [c for c in p.claims if c["verdict"] in (NOT_RUN, NOT_TESTABLE)]
         for c in (c for c in p.claims if c not in aside):
             where = f" [{c['artifact']}]" if c.get("artifact") else ""
-            reason = f": {c['reason']}" if c.get("reason") else ""
             lines.append(r"\item " + escape_latex(f"{c['claim']}{where}") + r" --- \textbf{"
-                         + escape_latex(f"{c['verdict']}{reason}") + "}")
+                         + escape_latex(verdict_label(c["verdict"], c.get("reason"))) + "}")
         for kind in (NOT_RUN, NOT_TESTABLE):
             left = [c for c in aside if c["verdict"] == kind]
             if left:

@@ -21,9 +21,8 @@ from typing import Callable
 
 import pandas as pd
 
-from ..cpu_profile import passed
 from .naming import run_name
-from .spread import HOLDS, VERDICT_RULE, Verdict, count_verdicts, format_spread, mean_std
+from .spread import HOLDS, VERDICT_RULE, Verdict, count_verdicts, format_spread, mean_std, regime_failure
 from .tables import MARKDOWN_NA
 
 
@@ -72,13 +71,34 @@ def read_sweep(results_root: Path, params: dict, entries: list[dict] | None = No
     return out
 
 
-def split_by_guards(recs: list[dict]) -> tuple[list[dict], str]:
-    """(the run records whose regime guards passed, a cell's note naming the others as
-    `` [failed its regime guard: s<seed> <final accuracy>, ...]``, or "" when none failed)."""
-    good = [r for r in recs if passed(r)]
-    bad = [r for r in recs if not passed(r)]
+def split_by_guards(recs: list[dict], num_classes: int = 10) -> tuple[list[dict], str]:
+    """(the run records that may feed a verdict, a cell's note naming the others as
+    `` [failed its regime guard: s<seed> <final accuracy>, ...]``, or "" when none failed): a record fails when a
+    recorded guard failed or its final accuracy is below the guard's floor, or at chance where it records none
+    (:func:`.spread.regime_failure`), at every profile."""
+    good = [r for r in recs if regime_failure(r, num_classes) is None]
+    bad = [r for r in recs if regime_failure(r, num_classes) is not None]
     note = " [failed its regime guard: " + ", ".join(f"s{r['seed']} {r['acc_final']:.2f}" for r in bad) + "]"
     return good, note if bad else ""
+
+
+def gap_metrics(numbers: dict) -> dict:
+    """The cells run (``numbers``: cell -> ``{"mean", "paper", ...}``), their mean gap to the paper (our mean − the
+    paper's, over the cells the paper printed) and how many lie within 3 and within 10 points of it: every paper's
+    summary counts them so."""
+    gaps = [float(v["mean"]) - float(v["paper"]) for v in numbers.values() if not math.isnan(float(v["paper"]))]
+    return {"cells": len(numbers), "mean_gap": round(sum(gaps) / len(gaps), 4) if gaps else None,
+            "within_3": sum(abs(g) <= 3 for g in gaps), "within_10": sum(abs(g) <= 10 for g in gaps),
+            "beside_paper": len(gaps)}
+
+
+def gap_text(numbers: dict) -> str:
+    """``"12 of 21 cells beside the paper: 3 within 3 points, 9 within 10, 9 worse"`` (:func:`gap_metrics`)."""
+    m = gap_metrics(numbers)
+    if not m["beside_paper"]:
+        return f"{m['cells']} cells, none beside a paper number"
+    return (f"{m['beside_paper']} of {m['cells']} cells beside the paper: {m['within_3']} within 3 points, "
+            f"{m['within_10']} within 10, {m['beside_paper'] - m['within_10']} worse (mean gap {m['mean_gap']:+.2f})")
 
 
 def vs_paper(vals: list[float], p: float, ps: float = float("nan")) -> str:
@@ -96,7 +116,7 @@ def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entri
 
     An entry (a column or variant: ``id``, ``paper`` = the paper's column) lands in the paper's row whose leading
     fields are ``prefix(dataset, entry)`` (the dataset, λ₁/λ₂ or ρ) and whose last field is the split's α. A run
-    whose regime guards failed (:func:`osfl.cpu_profile.passed`) is left out of the cell's numbers, and the cell says
+    whose regime guards failed, or whose final accuracy fell back to chance (:func:`split_by_guards`), is left out of the cell's numbers, and the cell says
     so: it feeds no verdict (the table's ``attrs["failed_guard"]`` counts those cells)."""
     rows, numbers, failed = {}, {}, {}
     for (ds, split), by_id in runs.items():

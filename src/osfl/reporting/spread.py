@@ -11,19 +11,22 @@ the numbers it was decided from. A comparison "A is above B" (:func:`compare`) f
 
 1. Same seeds only. Each side is a mapping seed -> value (:class:`Side`); only the seeds both sides have count, and
    the evidence names them and their number n. No common seed: ``not judged: no common seed``.
-2. Spread. d = mean(A) - mean(B) over the common seeds decides only when it exceeds the spread: d > spread
-   ``holds``, d < -spread ``does not hold``, otherwise ``within spread`` (a tie always is). The spread, stated in the
-   evidence: with n >= 2 common seeds, the larger of the two sides' sample standard deviations over those seeds;
-   with n = 1, the larger of the swings the caller gives for that seed from the same run, a swing being the mean
-   absolute change of test accuracy between consecutive epochs (or rounds) over the window the claim is about
-   (:func:`swing`; for a final accuracy the last half of the curve, :func:`late_half`). One seed and no swing on
-   either side (e.g. two one-shot methods, or no curve recorded): ``not judged: one seed, no spread``.
-3. Degenerate inputs. A side names, per seed, why its run cannot be judged: clients at chance
+2. Three seeds. A comparison is decided only on n >= :data:`MIN_SEEDS` (3) common seeds; with fewer it is
+   ``not judged (n = k)``, and its basis still gives the difference and whatever spread the runs offer (the sample
+   std for n = 2, the runs' epoch-to-epoch swing for n = 1), so the reader sees how far it was from a decision.
+3. Spread. d = mean(A) - mean(B) over the common seeds decides only when it exceeds the spread, the larger of the
+   two sides' sample standard deviations (ddof = 1) over those seeds: d > spread ``holds``, d < -spread ``does not
+   hold``, otherwise ``within spread`` (a tie always is). (The swing, for one seed, is the mean absolute change of
+   test accuracy between consecutive epochs or rounds over the window the claim is about, :func:`swing`; for a
+   final accuracy the last half of the curve, :func:`late_half`.)
+4. Degenerate inputs. A side names, per seed, why its run cannot be judged: clients at chance
    (:func:`clients_at_chance`: mean local accuracy within :data:`CHANCE_MARGIN` = 1 point of 100 / classes, or all
-   clients exactly equal), a server curve flat at chance (:func:`flat_at_chance`: every epoch within 1 point of
-   chance), a generator whose samples are constant (:func:`constant_samples`). Such a reason at a common seed:
-   ``not judged: <reason>``.
-4. Evidence. Every verdict keeps the numbers it used: each side (mean ± std (n) over the common seeds), the seeds,
+   clients exactly equal), a server curve at chance (:func:`curve_at_chance`: it never leaves chance after epoch 0,
+   the model before any server training, or its final epoch is back at chance), a run record whose regime guards
+   failed or whose final accuracy is at chance (:func:`regime_failure`), a generator whose samples are constant
+   (:func:`constant_samples`). These apply at every profile. Such a reason at a common seed: ``not judged:
+   <reason>``.
+5. Evidence. Every verdict keeps the numbers it used: each side (mean ± std (n) over the common seeds), the seeds,
    the difference and the spread with what it is (:meth:`Verdict.text`).
 
 A claim made of several comparisons (every column, every rival) combines them with :func:`every`: ``does not hold``
@@ -44,10 +47,10 @@ from typing import Any
 
 from .naming import seed_run
 
-__all__ = ["CHANCE_MARGIN", "DOES_NOT_HOLD", "HOLDS", "NOT_JUDGED", "NOT_RUN", "NOT_TESTABLE", "VERDICTS", "WITHIN",
-           "Side", "Verdict", "above_all", "clients_at_chance", "compare", "constant_samples", "count_verdicts",
-           "every", "flat_at_chance", "format_spread", "late_half", "mean_std", "seed_runs", "seed_values", "swing",
-           "values_of"]
+__all__ = ["CHANCE_MARGIN", "DOES_NOT_HOLD", "HOLDS", "MIN_SEEDS", "NOT_JUDGED", "NOT_RUN", "NOT_TESTABLE", "VERDICTS",
+           "WITHIN", "Side", "Verdict", "above_all", "clients_at_chance", "compare", "constant_samples",
+           "count_verdicts", "curve_at_chance", "every", "format_spread", "late_half", "mean_std", "on_seeds", "regime_failure",
+           "seed_runs", "seed_values", "swing", "values_of", "verdict_label"]
 
 
 def seed_runs(runs: Mapping[str, Any], name: str, seeds: Iterable = (), base_seed: Any = 0) -> dict[Any, Any]:
@@ -118,20 +121,22 @@ HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED = "holds", "does not hold", "within spr
 NOT_RUN, NOT_TESTABLE = "not run", "not testable here"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED, NOT_RUN, NOT_TESTABLE)
 CHANCE_MARGIN = 1.0  # points of accuracy around 100 / classes that count as chance
+MIN_SEEDS = 3  # common seeds a comparison needs before it is decided
 _EPS = 1e-9  # a difference "exceeds" the spread by more than float noise
 
 #: the rule as the reports' README.md files state it
 VERDICT_RULE = (
     "Each verdict compares runs of the same seeds only (the evidence names them and their number n; no common seed: "
-    "\"not judged: no common seed\"). It says \"holds\" or \"does not hold\" only when the difference of the means "
-    "over those seeds exceeds the spread, else \"within spread\". The spread: with n >= 2 seeds the larger of the two "
-    "sides' sample standard deviations (ddof = 1); with one seed the larger epoch-to-epoch swing of the runs' own "
-    "curves (mean absolute change of test accuracy between consecutive epochs or rounds over the last half of the "
-    "curve, or the window the claim is about), and \"not judged: one seed, no spread\" where no curve gives one. "
-    "Runs with degenerate inputs are \"not judged\" with the reason: clients at chance (mean local accuracy within 1 "
-    "point of 100 / classes, or all clients exactly equal), a server curve flat at chance (every epoch within 1 point "
-    "of it), a generator whose samples are constant. A claim over several comparisons does not hold when one of them "
-    "does not, holds when all do, and is else within spread (or not judged). Code: src/osfl/reporting/spread.py.")
+    "\"not judged: no common seed\"), and is decided only on n >= 3 seeds: with fewer it reads \"not judged (n = k)\", "
+    "with the difference and the spread it would have been held against (the sample std for two seeds, the runs' "
+    "epoch-to-epoch swing over the last half of their curves for one). On n >= 3 seeds it says \"holds\" or \"does "
+    "not hold\" only when the difference of the means exceeds the larger of the two sides' sample standard deviations "
+    "(ddof = 1), else \"within spread\". Runs with degenerate inputs are \"not judged\" with the reason, at every "
+    "profile: clients at chance (mean local accuracy within 1 point of 100 / classes, or all clients exactly equal), a "
+    "server curve that never leaves chance after epoch 0 (the model before server training never counts) or whose "
+    "final epoch is back at chance, a failed regime guard or a final accuracy below its floor, a generator whose "
+    "samples are constant. A claim over several comparisons does not hold when one of them does not, holds when all "
+    "do, and is else within spread (or not judged). Code: src/osfl/reporting/spread.py.")
 
 
 @dataclass(frozen=True)
@@ -151,8 +156,9 @@ class Verdict:
 
     @property
     def label(self) -> str:
-        """``"not judged: one seed, no spread"``: the category, with the reason when there is one."""
-        return f"{self.verdict}: {self.reason}" if self.reason else self.verdict
+        """``"not judged: no common seed"``, ``"not judged (n = 2)"``: the category, with the reason when there is
+        one (a seed count in brackets)."""
+        return verdict_label(self.verdict, self.reason)
 
     @property
     def full_evidence(self) -> str:
@@ -206,18 +212,48 @@ def compare(a: Side, b: Side, precision: int = 2) -> Verdict:
     if bad:
         return Verdict(NOT_JUDGED, evidence, reason="; ".join(dict.fromkeys(bad)), basis=seeds)
     diff = statistics.fmean(xa) - statistics.fmean(xb)
+    spread, what = None, ""
     if len(common) >= 2:
         spread, what = max(statistics.stdev(xa), statistics.stdev(xb)), "larger sample std"
     else:
         swings = [float(x) for x in (a.swings.get(common[0]), b.swings.get(common[0]))
                   if x is not None and not math.isnan(float(x))]
-        if not swings:
-            return Verdict(NOT_JUDGED, evidence, reason="one seed, no spread", basis=seeds, difference=diff)
-        spread = max(swings)
-        what = "larger epoch-to-epoch swing" if len(set(swings)) == 2 else "epoch-to-epoch swing"
+        if swings:
+            spread = max(swings)
+            what = "larger epoch-to-epoch swing" if len(set(swings)) == 2 else "epoch-to-epoch swing"
+    against = f"spread {spread:.{precision}f} ({what})" if spread is not None else "no spread"
+    basis = f"{seeds}: difference {diff:+.{precision}f}, {against}"
+    if len(common) < MIN_SEEDS:
+        return Verdict(NOT_JUDGED, evidence, reason=f"n = {len(common)}", basis=basis, difference=diff)
     verdict = HOLDS if diff > spread + _EPS else DOES_NOT_HOLD if diff < -spread - _EPS else WITHIN
-    basis = f"{seeds}: difference {diff:+.{precision}f}, spread {spread:.{precision}f} ({what})"
     return Verdict(verdict, evidence, basis=basis, difference=diff)
+
+
+def on_seeds(verdict: Verdict, seeds: Iterable) -> Verdict:
+    """A claim decided by a test of its own (not :func:`compare`: a run's clustering, a gap to the paper) kept only
+    when it rests on at least :data:`MIN_SEEDS` seeds; else ``not judged (n = k)``, with what it would have said in
+    its basis. A verdict that is not ``holds``, ``does not hold`` or ``within spread`` passes as it is."""
+    seeds = sorted(set(seeds), key=str)
+    if verdict.verdict not in (HOLDS, DOES_NOT_HOLD, WITHIN):
+        return verdict
+    basis = f"{_seeds(seeds)} (n = {len(seeds)})" + (f"; {verdict.basis}" if verdict.basis else "")
+    if len(seeds) >= MIN_SEEDS:
+        return Verdict(verdict.verdict, verdict.evidence, verdict.reason, basis, verdict.difference)
+    return Verdict(NOT_JUDGED, verdict.evidence, reason=f"n = {len(seeds)}",
+                   basis=f"{basis}; on these seeds it would read \"{verdict.verdict}\"", difference=verdict.difference)
+
+
+def verdict_label(verdict: str, reason: str | None = "") -> str:
+    """A verdict as the reports print it: ``"holds"``, ``"not judged: no common seed"``, ``"not judged (n = 2)"``
+    (a claims.json record's ``verdict`` and ``reason`` too)."""
+    if not reason:
+        return verdict
+    return f"{verdict} ({reason})" if _is_count(reason) else f"{verdict}: {reason}"
+
+
+def _is_count(reason: str) -> bool:
+    """Whether a not-judged reason is only a seed count, ``"n = 2"``."""
+    return reason.startswith("n = ") and reason[4:].isdigit()
 
 
 def _combined(verdicts: Sequence[Verdict]) -> tuple[str, str]:
@@ -229,7 +265,10 @@ def _combined(verdicts: Sequence[Verdict]) -> tuple[str, str]:
         return HOLDS, ""
     if WITHIN in cats:
         return WITHIN, ""
-    return NOT_JUDGED, "; ".join(dict.fromkeys(v.reason for v in verdicts if v.verdict == NOT_JUDGED and v.reason))
+    reasons = list(dict.fromkeys(v.reason for v in verdicts if v.verdict == NOT_JUDGED and v.reason))
+    counts = [r for r in reasons if _is_count(r)]  # the fewest seeds stands for them all, after the other reasons
+    fewest = [min(counts, key=lambda r: int(r[4:]))] if counts else []
+    return NOT_JUDGED, "; ".join([r for r in reasons if not _is_count(r)] + fewest)
 
 
 def every(parts: Iterable[tuple[str, Verdict]]) -> Verdict:
@@ -308,12 +347,51 @@ def clients_at_chance(clients: Mapping | None, num_classes: int, classes_held: f
     return None
 
 
-def flat_at_chance(accs: Sequence[float] | None, num_classes: int) -> str | None:
-    """Why a server's test-accuracy curve is degenerate, or None: every epoch within :data:`CHANCE_MARGIN` of chance."""
+def curve_at_chance(accs: Sequence[float] | None, num_classes: int, *, epoch0: bool,
+                    floor: float | None = None) -> str | None:
+    """Why a server's test-accuracy curve is degenerate, or None: after epoch 0 it never rises above ``floor``
+    (default chance + :data:`CHANCE_MARGIN`), or its final epoch is back at or below it.
+
+    ``epoch0``: the curve's first point is epoch 0, the model before any server training (the live curves of the
+    one-shot servers); it never counts as leaving chance, and a curve that is only that point (a server without
+    epochs: FedAvg, OT, the ensemble) is judged by it, its final model. HFLDD's round curves start at round 1."""
     v = [float(x) for x in accs or []]
+    trained = v[1:] if epoch0 and len(v) > 1 else v
+    if not trained:
+        return None
     chance = 100.0 / num_classes
-    if v and all(abs(x - chance) <= CHANCE_MARGIN for x in v):
-        return f"server curve flat at chance ({len(v)} epochs, {min(v):.2f}-{max(v):.2f} %, chance {chance:.2f} %)"
+    floor = chance + CHANCE_MARGIN if floor is None else float(floor)
+    where = f"chance {chance:.2f} %" + (f", floor {floor:.2f} %" if abs(floor - chance - CHANCE_MARGIN) > _EPS else "")
+    if max(trained) <= floor:
+        after = " after epoch 0" if len(trained) < len(v) else ""
+        return (f"server curve never left chance{after} ({len(trained)} epochs, {min(trained):.2f}-{max(trained):.2f} "
+                f"%, {where})")
+    if trained[-1] <= floor:
+        return f"server curve ends at chance (final {trained[-1]:.2f} %, best {max(trained):.2f} %, {where})"
+    return None
+
+
+def regime_failure(record: Mapping | None, num_classes: int = 10, who: str = "") -> str | None:
+    """Why a run record cannot feed a verdict, or None: a regime guard it recorded failed (:mod:`osfl.cpu_profile`:
+    the best epoch against its floor), or its final accuracy (``acc_final``) lies below that floor too (the guards
+    look at the best epoch only; the final one counts as well); without a recorded server floor, at any profile, a
+    final accuracy within :data:`CHANCE_MARGIN` of chance or below it."""
+    if not record:
+        return None
+    guards = record.get("guards") or {}
+    who = f"{who} " if who else ""
+    failed = [f"{name} ({g['value']:.2f} < {g['floor']:.2f})" for name, g in guards.items() if not g.get("passed", True)]
+    if failed:
+        return f"{who}failed the regime guard {', '.join(failed)}"
+    final = record.get("acc_final")
+    if final is None:
+        return None
+    gain = guards.get("server_gain_min")
+    chance = 100.0 / num_classes
+    if gain is not None and float(final) < float(gain["floor"]):
+        return f"{who}final accuracy {float(final):.2f} % below the regime guard's floor {float(gain['floor']):.2f} %"
+    if gain is None and float(final) <= chance + CHANCE_MARGIN:
+        return f"{who}final accuracy {float(final):.2f} % at chance ({chance:.2f} %)"
     return None
 
 

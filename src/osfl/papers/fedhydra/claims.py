@@ -8,7 +8,7 @@ import numpy as np
 
 from ...reporting.spread import (
     DOES_NOT_HOLD, HOLDS, NOT_JUDGED, NOT_RUN, Side, Verdict, above_all, clients_at_chance, compare,
-    constant_samples, every, flat_at_chance, late_half, seed_runs, swing,
+    constant_samples, curve_at_chance, every, late_half, on_seeds, regime_failure, seed_runs, swing,
 )
 from .runs import (
     ALPHAS, DATASETS, HETERO_METHODS, HETERO_TABLES, METHODS, NUM_CLASSES, ROUND_TABLES, Run, SHORT, _config,
@@ -25,22 +25,14 @@ def _degenerate(run: Run, key: str | None) -> str | None:
     :mod:`osfl.reporting.spread`): its clients at chance or all equal (``clients.json``), its server curve flat at
     chance, or its recorded synthetic samples all the same image."""
     classes = NUM_CLASSES.get(run.dataset, 10)
-    reasons = [clients_at_chance(run.clients, classes), _failed_guards("clients", run.clients)]
+    reasons = [clients_at_chance(run.clients, classes), regime_failure(run.clients, classes, "clients")]
     if key is not None:
-        reasons.append(_failed_guards("server", run.metrics.get(key)))
+        reasons.append(regime_failure(run.metrics.get(key), classes, "server"))
         curve = run.curves.get(key)
-        reasons.append(flat_at_chance(curve[1], classes) if curve else None)
+        reasons.append(curve_at_chance(curve[1], classes, epoch0=True) if curve else None)
         samples = (run.extras.get(key) or {}).get("synthetic_samples") or {}
         reasons.append(constant_samples(samples["images_u8"]) if samples.get("images_u8") else None)
     return "; ".join(r for r in reasons if r) or None
-
-
-def _failed_guards(who: str, record: dict | None) -> str | None:
-    """``"<who> failed the regime guard <name> (value < floor)"`` for each guard ``record`` failed, or None
-    (:mod:`osfl.cpu_profile`: a run that fails one feeds no verdict)."""
-    failed = [f"{name} ({g['value']:.2f} < {g['floor']:.2f})"
-              for name, g in ((record or {}).get("guards") or {}).items() if not g.get("passed", True)]
-    return f"{who} failed the regime guard {', '.join(failed)}" if failed else None
 
 
 def _swing(accs) -> float | None:
@@ -147,7 +139,7 @@ def claims(runs: dict[str, Run], splits: list[str], U_r, ms_label: str, lambdas:
                     "for client 1)")
         bad = _degenerate(ms_run, "fedhydra") if ms_run is not None else None
         add("figure05", ms_claim, Verdict(NOT_JUDGED, evidence, reason=bad) if bad else
-            Verdict(HOLDS if ok else DOES_NOT_HOLD, evidence))
+            on_seeds(Verdict(HOLDS if ok else DOES_NOT_HOLD, evidence), [base_seed]))  # U_r: the base seed's run
 
     parts, apart = [], []
     for ds in DATASETS:
@@ -281,7 +273,7 @@ def local_curve_claims(runs: dict[str, Run], base_seed=0) -> list[dict]:
         return [Verdict(NOT_JUDGED, evidence, reason="no point on both sides of E/4").record(artifact="figure08",
                                                                                              claim=claim)]
     bad = {base_seed: "; ".join(r for r in (clients_at_chance(run.clients, NUM_CLASSES.get(run.dataset, 10)),
-                                             flat_at_chance(f, NUM_CLASSES.get(run.dataset, 10))) if r) or None}
+                                             curve_at_chance(f, NUM_CLASSES.get(run.dataset, 10), epoch0=False)) if r) or None}
     sw = {base_seed: swing(f)}
 
     def at(i: int, what: str) -> Side:

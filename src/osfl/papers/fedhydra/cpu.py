@@ -23,7 +23,7 @@ from ... import cpu_profile
 from ...config import load_params
 from ...reporting.machines import describe as machines
 from ...reporting.published import Artifact, load_published_table
-from ...reporting.runs import read_runs, read_sweep, split_by_guards, vs_paper
+from ...reporting.runs import gap_metrics, read_runs, read_sweep, split_by_guards, vs_paper
 from ...reporting.spread import NOT_RUN, Side, Verdict, above_all, compare, every, format_spread, mean_std
 from ...reporting.tables import write_table
 from .runs import METHODS, SHORT
@@ -70,14 +70,6 @@ def cells(runs: dict, arts: list[Artifact]) -> tuple[pd.DataFrame, dict]:
     df = pd.DataFrame.from_dict(rows, orient="index", columns=list(HEADERS.values()), dtype=object)
     df.index.name = "method"
     return df, numbers
-
-
-def gap_metrics(numbers: dict) -> dict:
-    """The cells run, their mean gap to the paper (our mean − the paper's, over the cells the paper printed) and how
-    many lie within 3 and within 10 points of it."""
-    gaps = [v["mean"] - v["paper"] for v in numbers.values() if v["paper"] == v["paper"]]
-    return {"cells": len(numbers), "mean_gap": round(sum(gaps) / len(gaps), 4) if gaps else None,
-            "within_3": sum(abs(g) <= 3 for g in gaps), "within_10": sum(abs(g) <= 10 for g in gaps)}
 
 
 def best_claim(numbers: dict) -> tuple[str, Verdict]:

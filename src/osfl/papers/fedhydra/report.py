@@ -10,7 +10,7 @@ from ...reporting.comparison import render_comparison
 from ...reporting.naming import seed_run
 from ...reporting.published import load_artifacts, load_published_table
 from ...reporting.runs import write_index
-from ...reporting.spread import VERDICT_RULE
+from ...reporting.spread import VERDICT_RULE, verdict_label
 from .runs import (
     COMMAND, HETERO_TABLES, NEEDS, Run, _reading, expected_paper_runs, expected_results, load_runs, not_current,
 )
@@ -212,7 +212,7 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
               "rival and names the comparisons that decided it.", "",
               "| artifact | claim | verdict | evidence |", "|---|---|---|---|"]
     for v in verdicts:
-        label = f"{v['verdict']}: {v['reason']}" if v.get("reason") else v["verdict"]
+        label = verdict_label(v["verdict"], v.get("reason"))
         lines.append(f"| {v['artifact']} | {v['claim']} | **{label}** | {v['evidence']} |")
     lines += ["", "SPEC choices in force are recorded per run in `results/<run>/runs/<method>.json` under "
               "`choices`; the ambiguities they resolve are listed in the SPEC (§6)."]

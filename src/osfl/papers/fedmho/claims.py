@@ -11,7 +11,7 @@ import numpy as np
 from ...live import read_curve
 from ...reporting.runs import run_name
 from ...reporting.spread import (
-    NOT_RUN, Side, Verdict, above_all, clients_at_chance, compare, constant_samples, every, flat_at_chance,
+    NOT_RUN, Side, Verdict, above_all, clients_at_chance, compare, constant_samples, curve_at_chance, every,
     late_half, mean_std, swing,
 )
 from .tables import _part_models
@@ -33,7 +33,7 @@ def _degenerate(params: dict, run_dir: Path, entry: dict, ds: str, accs: list[fl
         f = run_dir / f"clients-{part}.json"
         if part and f.is_file():
             reasons.append(clients_at_chance(json.loads(f.read_text()), classes))
-    reasons.append(flat_at_chance(accs, classes))
+    reasons.append(curve_at_chance(accs, classes, epoch0=True))
     samples = run_dir / "samples" / "samples.npz"
     if samples.is_file() and any(str(models.get(q, "")).startswith("cvae") for q in (entry.get("first"),
                                                                                       entry.get("second")) if q):

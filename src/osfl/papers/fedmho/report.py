@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
-import numpy as np
 
 from ... import cpu_profile
 from ...reporting.published import load_artifacts, load_published_table
-from ...reporting.runs import read_runs, write_status
+from ...reporting.runs import gap_metrics, read_runs, write_status
 from ...reporting.spread import Verdict
 from ...reporting.tables import write_table
 from .tables import (
@@ -73,15 +71,14 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             metrics[art.id] = {"cells_differing": differ}
         elif art.id == "table04":
             cells, numbers = table04(params, runs, load_published_table(art), load_published_table(art, "std"))
-            diffs = [float(v["mean"]) - float(v["paper"]) for v in numbers.values() if not math.isnan(v["paper"])]
-            within = {k: sum(abs(d) <= k for d in diffs) for k in (3, 10)}
+            gaps = gap_metrics(numbers)
             clients_note = parts_note(params, Path(results_root))
             put(art, cells, len(numbers), ACC_CELLS + seeds_note + " Rows: Dir(α) with the SPEC's inferred α."
                 + (f" {clients_note}" if clients_note else ""),
                 f"{len(numbers)} cells run ({len(cells)} rows); within 3 / 10 points of the paper: "
-                f"{within[3]} / {within[10]} of {len(diffs)}",
-                {"cells_run": len(numbers), "mean_gap": round(float(np.mean(diffs or [0.0])), 4),
-                 "within_3": within[3], "within_10": within[10]})
+                f"{gaps['within_3']} / {gaps['within_10']} of {gaps['beside_paper']}",
+                {"cells_run": len(numbers), "mean_gap": gaps["mean_gap"] if gaps["mean_gap"] is not None else 0.0,
+                 "within_3": gaps["within_3"], "within_10": gaps["within_10"]})
             t4_sides = table04_sides(params, Path(results_root), numbers)
             verdicts += claims(t4_sides) if numbers else []
         elif art.id == "table02" and flops_file.is_file():

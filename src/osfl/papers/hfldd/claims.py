@@ -5,10 +5,9 @@ from dataclasses import replace
 
 import pandas as pd
 
-from ... import cpu_profile
 from ...reporting.spread import (
     DOES_NOT_HOLD, HOLDS, NOT_JUDGED, NOT_TESTABLE, WITHIN, Side, Verdict, above_all, clients_at_chance, every,
-    flat_at_chance, format_spread, late_half, mean_std, swing,
+    curve_at_chance, format_spread, late_half, mean_std, on_seeds, regime_failure, swing,
 )
 from .tables import COST_METHODS, DATASET_LABELS, FROM_CLIENTS, METHODS, accuracies, k_records, model_params
 
@@ -24,9 +23,8 @@ def _degenerate(run: dict, what: str, classes: int) -> str | None:
     flat at chance for a method."""
     reasons = [clients_at_chance(run.get("clients"), classes, run.get("C")) if what in FROM_CLIENTS else None]
     rec = run["rounds"].get(what)
-    reasons.append(flat_at_chance(accuracies(rec), classes) if rec else None)
-    if rec and not cpu_profile.passed(rec):  # its record's regime guard (osfl.cpu_profile) failed
-        reasons.append(f"{what} failed its regime guard")
+    reasons.append(curve_at_chance(accuracies(rec), classes, epoch0=False) if rec else None)  # rounds start at 1
+    reasons.append(regime_failure(rec, classes, what))  # its record's guards, and its final round against their floor
     if rec and run.get("profile") and rec.get("profile") not in (None, run["profile"]):  # an older grid's record
         reasons.append(f"{what} was computed at profile {rec['profile']}, not {run['profile']}")
     return "; ".join(r for r in reasons if r) or None
@@ -78,7 +76,7 @@ def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -
         else:
             continue
         out.append((claim, Verdict(NOT_JUDGED, evidence, reason=bad) if bad else
-                    Verdict(HOLDS if ok else DOES_NOT_HOLD, evidence)))
+                    on_seeds(Verdict(HOLDS if ok else DOES_NOT_HOLD, evidence), [r["seed"] for r in clustered])))
     paper_final = {("mnist", 1): 98.1, ("mnist", 2): 98.3, ("mnist", 10): 98.4,
                    ("cifar10", 1): 64.3, ("cifar10", 2): 70.1, ("cifar10", 10): 72.2}
     profile = params.get("profile")
@@ -101,7 +99,7 @@ def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -
             evidence = f"{format_spread(vals)} after {rounds} rounds, {gap:+.2f}"
             out.append((f"§7 HFLDD accuracy after 300 rounds, {where}: {p}",
                         Verdict(NOT_JUDGED, evidence, reason=bad) if bad else
-                        Verdict(HOLDS if abs(gap) <= 1.0 else DOES_NOT_HOLD, evidence)))
+                        on_seeds(Verdict(HOLDS if abs(gap) <= 1.0 else DOES_NOT_HOLD, evidence), side.values)))
     for (ds, c), recs in sorted(runs.items()):
         sides = {m: _side(recs, m, _classes(ds)) for m in COST_METHODS}
         if not all(sd.values for sd in sides.values()):
@@ -159,7 +157,7 @@ def k_robustness(params: dict, runs: dict, paper: pd.DataFrame) -> list[tuple[st
         widest = max(float(paper.loc[lab].max() - paper.loc[lab].min()) for lab in rows)
         judged = [r for r in recs if not _degenerate(r, "hfldd", _classes(ds))]
         by_k = {k: kept for k, per_seed in k_records(judged, params).items()
-                if (kept := {s: rec for s, rec in per_seed.items() if cpu_profile.passed(rec)})}
+                if (kept := {s: rec for s, rec in per_seed.items() if regime_failure(rec, _classes(ds)) is None})}
         if len(by_k) < 3:
             continue
         means = {k: mean_std([rec["acc_final"] for rec in v.values()])[0] for k, v in by_k.items()}
@@ -169,10 +167,9 @@ def k_robustness(params: dict, runs: dict, paper: pd.DataFrame) -> list[tuple[st
         d, spread = widest - ours, max(spreads)
         verdict = HOLDS if d > spread else DOES_NOT_HOLD if d < -spread else WITHIN
         where = f"{DATASET_LABELS.get(ds, ds)} C = {c}"
-        seeds = sorted({s for v in by_k.values() for s in v})
         out.append((f"§V-D HFLDD robust to K at C = {c}: its accuracy over K varies no more than the paper's (widest "
                     f"at C = {c}: {widest:.1f} points), {where}",
-                    Verdict(verdict, "; ".join(f"K = {k}: {m:.2f}" for k, m in means.items()) + f"; range {ours:.2f}",
-                            basis=f"seeds {', '.join(map(str, seeds))}: paper's range − ours {d:+.2f}, spread "
-                                  f"{spread:.2f}", difference=d)))
+                    on_seeds(Verdict(verdict, "; ".join(f"K = {k}: {m:.2f}" for k, m in means.items())
+                                     + f"; range {ours:.2f}", basis=f"paper's range − ours {d:+.2f}, spread {spread:.2f}",
+                                     difference=d), min(by_k.values(), key=len))))
     return out

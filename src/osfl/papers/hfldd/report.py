@@ -1,18 +1,16 @@
 """HFLDD's report: :func:`render` writes every table and figure, README.md, status.json and claims.json."""
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
-import numpy as np
 
 from ... import cpu_profile
 from ...reporting.figures import curve_panels
 from ...reporting.published import load_artifacts, load_published_table
-from ...reporting.runs import write_status
+from ...reporting.runs import gap_metrics, gap_text, write_status
 from ...reporting.tables import write_table
 from ...reporting.topology import topology_panels
-from .tables import COMMANDS, COST_TABLE_DATASETS, SCHEMATICS, cost_table, read_runs, table4
+from .tables import COMMANDS, COST_TABLE_DATASETS, DATASET_LABELS, SCHEMATICS, cost_table, read_runs, table4
 from .figures import clustering_panels, curves_panels, traffic_panels
 from .claims import k_robustness, spec_checks
 
@@ -46,10 +44,13 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             df, numbers = table4(params, runs, art)
             written += write_table(df, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
                                    f"tab:{art.id}-vs-paper", notes=T4_NOTE + note)
-            gaps = [v["mean"] - v["paper"] for v in numbers.values() if not math.isnan(v["paper"])]
             ks = sorted({k for _, _, k in numbers})
-            status[art.id] = (f"{len(numbers)} cells run (K = {', '.join(map(str, ks))})" if numbers else "no run yet")
-            metrics[art.id] = {"cells_run": len(numbers), "mean_gap": round(float(np.mean(gaps)), 4) if gaps else None}
+            per_ds = {ds: {key: v for key, v in numbers.items() if key[0] == ds} for ds in {d for d, _, _ in numbers}}
+            status[art.id] = (f"{len(numbers)} cells run (K = {', '.join(map(str, ks))}); " + "; ".join(
+                f"{DATASET_LABELS.get(ds, ds)}: {gap_text(cells)}" for ds, cells in sorted(per_ds.items()))
+                if numbers else "no run yet")
+            metrics[art.id] = {"cells_run": len(numbers), "mean_gap": gap_metrics(numbers)["mean_gap"],
+                               **{ds: gap_metrics(cells) for ds, cells in sorted(per_ds.items())}}
         elif art.id in ("fig3", "fig5", "fig6", "fig7"):
             title = f"{art.label}: "
             if art.id == "fig3":

@@ -10,7 +10,7 @@ from ... import cpu_profile
 from ...live import read_curve
 from ...reporting.published import load_published_table
 from ...reporting.runs import compare_rows, read_runs, run_name, split_by_guards, vs_paper
-from ...reporting.spread import Side, clients_at_chance, flat_at_chance, format_spread, late_half, mean_std, swing
+from ...reporting.spread import Side, clients_at_chance, curve_at_chance, format_spread, late_half, mean_std, swing
 from ...reporting.tables import MARKDOWN_NA
 
 #: our dataset names -> the paper's row labels (Table 1)
@@ -117,7 +117,7 @@ def _degenerate(clients_file: Path, ds: str, accs: list[float] | None) -> str | 
     """Why a run's result cannot be judged, or None (spread rule 3): its clients at chance or all alike, its curve
     flat at chance."""
     clients = json.loads(clients_file.read_text()) if clients_file.is_file() else None
-    reasons = (clients_at_chance(clients, _classes(ds)), flat_at_chance(accs, _classes(ds)))
+    reasons = (clients_at_chance(clients, _classes(ds)), curve_at_chance(accs, _classes(ds), epoch0=True))
     return "; ".join(r for r in reasons if r) or None
 
 
