@@ -250,6 +250,28 @@ def test_stages_pin_record_and_reproduce_bit_for_bit(smoke_repo):
     assert metrics["runtime"]["threads"] == 1 and metrics["runtime"]["cpu"] == rt["cpu"]
 
 
+def test_a_server_whose_global_model_has_dropout_gives_the_same_bytes_twice(smoke_repo):
+    """Issue 72: dropout's masks come from torch's default generator, which torch seeds at random in every process;
+    the server run seeds it from the run's seed (protocols/one_shot.run_method), so a DENSE student with dropout
+    (VGG-9 at cpu width, as FedMHO's global model) trained twice in fresh processes on the same clients is the same
+    bytes, and so is its curve."""
+    work, _, _ = smoke_repo
+    fresh = {"OSFL_ZYGOTE": ""}
+    outs = []
+    for exp in ("dropout-a", "dropout-b"):
+        shutil.copytree(work / "models" / "main" / "clients", work / "models" / exp / "clients")
+        sh("python", "-m", "osfl.stages.server", "--experiment", exp, "--partition-of", "main", "--no-progress",
+           "--method", "dense", "--set", "model=vgg9_cpu", cwd=work, env_extra=fresh)
+        model = work / "models" / exp / "global" / "dense" / "model.pt"
+        curve = work / "results" / exp / "live" / "dense" / "plots" / "metrics" / "test_acc.tsv"
+        outs.append((model.read_bytes(), curve.read_text()))
+    import torch
+
+    state = torch.load(work / "models" / "dropout-a" / "global" / "dense" / "model.pt", weights_only=True)
+    assert any("classifier" in k or "fc" in k for k in state)  # the VGG-9 ran (its head holds the dropout)
+    assert outs[0][0] == outs[1][0] and outs[0][1] == outs[1][1]
+
+
 def test_server_logs_each_epoch_before_it_ends(smoke_repo, monkeypatch):
     """Live logging: while a server stage runs, its DVC metrics file and curve already hold every finished epoch
     (what `dvc exp show` and editors read during `dvc exp run`)."""

@@ -103,6 +103,18 @@ def seeded_init(seed: int):
         yield
 
 
+@contextlib.contextmanager
+def seeded_default_generators(seed: int, device: torch.device):
+    """Within the block torch's default generators (the CPU's and, on CUDA, ``device``'s) start from ``seed``; outside
+    it their state is as before. For what torch draws by itself with no ``generator`` argument: dropout's masks."""
+    device = torch.device(device)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.random.default_generator.manual_seed(seed)
+        if device.type == "cuda":
+            torch.cuda.manual_seed(seed)
+        yield
+
+
 def derive_seed(seed: int, *parts: int | str) -> int:
     """A stable 31-bit seed for a sub-task (a client, a method), independent of Python's hash salt."""
     h = hashlib.sha256(repr((seed,) + parts).encode()).digest()

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from ..accel import Accel
 from ..evaluation import to_float
-from ..runtime import derive_seed
+from ..runtime import derive_seed, seeded_default_generators
 from .augment import augment_batch
 from .dp import check_dp_model, dp_sgd_grads
 
@@ -42,12 +42,7 @@ def train_classifier(model: torch.nn.Module, x_u8: torch.Tensor, y: torch.Tensor
     in the same process, nor on which process trains it (clients/parallel.py)."""
     if not has_dropout(model):
         return _train_classifier(model, x_u8, y, **kw)
-    device = x_u8.device
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
-        seed = derive_seed(kw["gen"].initial_seed(), "dropout")
-        torch.random.default_generator.manual_seed(seed)
-        if device.type == "cuda":
-            torch.cuda.manual_seed(seed)
+    with seeded_default_generators(derive_seed(kw["gen"].initial_seed(), "dropout"), x_u8.device):
         return _train_classifier(model, x_u8, y, **kw)
 
 

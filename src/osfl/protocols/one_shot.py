@@ -16,6 +16,7 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..methods import METHODS
 from ..methods.base import ServerContext, ServerMethod, ServerResult
+from ..runtime import derive_seed, seeded_default_generators
 
 
 def method_params(params: dict, name: str) -> dict:
@@ -62,8 +63,12 @@ def build_context(cfg: RunConfig, uploads: list[ClientUpload], x_test: torch.Ten
 def run_method(method: ServerMethod, ctx: ServerContext, cfg: RunConfig) -> tuple[ServerResult, float]:
     """Run ``method`` (under the runtime's autocast); (result, seconds). Every random draw of a method comes from
     the context's seeded CPU generators (:meth:`ServerContext.rng`, :meth:`ServerContext.make_global`), never from
-    a global or device generator, so a seed gives the same draws on every device."""
+    a global or device generator, so a seed gives the same draws on every device. What torch draws by itself,
+    dropout's masks in a global model that has dropout (FedMHO's VGG-9), comes from torch's default generators:
+    they are forked for the run and seeded from the run's seed (``derive_seed(seed, "server", "default-generator")``,
+    as each client's training seeds them from its own), so the run gives the same bytes in every process."""
     t0 = time.perf_counter()
-    with cfg.runtime.autocast(ctx.device):
-        result = method.run(ctx)
+    with seeded_default_generators(derive_seed(ctx.seed, "server", "default-generator"), ctx.device):
+        with cfg.runtime.autocast(ctx.device):
+            result = method.run(ctx)
     return result, time.perf_counter() - t0
