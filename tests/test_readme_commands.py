@@ -18,7 +18,8 @@ checked here; a kind not listed fails ``test_every_command_is_checked``, so a RE
 * ``python benchmarks/<x>.py`` / ``pytest <paths>`` / ``source <file>``: the files exist.
 * ``pip install -r <file> ...``: the files exist and pip's install knows every option.
 * ``git checkout <paths>``: the paths are tracked by git.
-Besides: the README is at most 25,000 bytes (a user guide; per-run numbers live in the generated reports it links),
+Each paper's own ``papers/<paper>/README.md`` is read the same way, its commands run from its folder (a ``cd``
+there is relative to it) and its links resolved from it. Besides: the README is at most 25,000 bytes (a user guide; per-run numbers live in the generated reports it links),
 and every relative Markdown link points to an existing path (a ``#fragment`` alone, to one of its headings).
 The pipeline runs themselves are exercised at smoke by tests/test_pipeline.py and the papers' pipeline tests.
 """
@@ -45,6 +46,8 @@ from osfl.config import for_dataset, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+#: every README whose commands and links are checked: the top one, then each paper's (issue 74), run from its folder
+READMES = [README] + sorted((ROOT / "papers").glob("*/README.md"))
 MAX_BYTES = 25_000  # issue 37: a user guide, not a lab notebook; numbers live in the generated reports
 
 SHELL_LANGS = {"", "bash", "sh", "shell", "console"}
@@ -92,14 +95,16 @@ def _commands_of(line: str, cwd: str, inline: bool) -> tuple[list[Command], str]
     return out, cwd
 
 
-def readme_commands(text: str | None = None) -> list[Command]:
+def readme_commands(text: str | None = None, base: str = "") -> list[Command]:
+    """The commands of a README's text (default: the top README's); ``base``: the folder they run from, relative to
+    the root (a paper's README: ``papers/<paper>``)."""
     text = README.read_text() if text is None else text
     cmds: list[Command] = []
     fence = re.compile(r"^```([\w-]*)\n(.*?)^```", flags=re.S | re.M)
     for lang, block in fence.findall(text):
         if lang not in SHELL_LANGS:
             continue
-        cwd = ""
+        cwd = base
         for line in block.splitlines():
             line = re.sub(r"^\$ ", "", line.strip())
             if line and not line.startswith("#"):
@@ -110,11 +115,15 @@ def readme_commands(text: str | None = None) -> list[Command]:
         span = " ".join(span.split())  # a code span may break across lines
         words = span.split()
         if len(words) > 1 and (words[0] in COMMAND_WORDS or words[0].endswith("/python")):
-            cmds += _commands_of(span, "", inline=True)[0]
+            cmds += _commands_of(span, base, inline=True)[0]
     return cmds
 
 
-COMMANDS = readme_commands()
+def _base(readme: Path) -> str:
+    return "" if readme.parent == ROOT else str(readme.parent.relative_to(ROOT))
+
+
+COMMANDS = [c for r in READMES for c in readme_commands(r.read_text(), _base(r))]
 
 
 def kind(cmd: Command) -> str | None:
@@ -154,8 +163,15 @@ def _slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-def test_readme_links_resolve():
+def test_the_readme_links_every_paper_readme():
     text = README.read_text()
+    missing = [str(r.relative_to(ROOT)) for r in READMES[1:] if f"]({r.relative_to(ROOT)})" not in text]
+    assert not missing, f"README.md does not link {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("readme", READMES, ids=lambda r: str(r.relative_to(ROOT)))
+def test_readme_links_resolve(readme):
+    text = readme.read_text()
     prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
     anchors = {_slug(h) for h in re.findall(r"^#+ (.+)$", prose, flags=re.M)}
     links = re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", prose)
@@ -168,7 +184,7 @@ def test_readme_links_resolve():
         if not path:
             if frag not in anchors:
                 bad.append(f"{link}: no such heading")
-        elif not (ROOT / path).exists():
+        elif not (readme.parent / path).exists():
             bad.append(f"{link}: {path} does not exist")
     assert not bad, "README links that point nowhere:\n" + "\n".join(bad)
 
