@@ -18,6 +18,7 @@ procedure asks, before the lock is committed to git.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import sys
 from pathlib import Path
@@ -64,7 +65,7 @@ def record(project: Path, exclude: list[str], dry_run: bool = False, progress=pr
     before = locked_stages(project)
     lock_file = project / "dvc.lock"
     saved = lock_file.read_text()
-    with Repo(str(project)) as repo:
+    with contextlib.chdir(project), Repo(str(project)) as repo:  # DVC resolves stage names from the working directory
         # keys are "<dvc.yaml relative to the working directory>:<stage>" outside the project, "<stage>" in it
         status = {key.rpartition("dvc.yaml:")[2]: entry for key, entry in repo.status().items()}
         todo, kept = [], {}
