@@ -93,3 +93,28 @@ def test_the_benchmark_section_shows_its_table_or_says_it_has_not_run(tmp_path):
     assert text.count(r"\begin{tabular}") == 1
     (bench / "reports" / "nclients.tex").write_text(TABLE)  # the client-number sweep's table, when it ran
     assert "\n".join(book.benchmark_section(bench, tmp_path)).count(r"\begin{tabular}") == 2
+
+
+def test_the_first_section_draws_each_papers_cells_against_the_paper(tmp_path):
+    """Issue 74: the report opens with ours against the paper's, one panel per paper with cells (cells.json); a
+    paper with none gets no empty panel but is named in the caption."""
+    import json
+
+    papers = []
+    for key, cells in (("hfldd", [{"artifact": "table4", "dataset": "mnist", "row": "C = 10", "column": "K = 5",
+                                   "profile": "cpu", "ours": 96.5, "std": None, "n": 1, "paper": 98.5},
+                                  {"artifact": "table4", "dataset": "mnist", "row": "C = 2", "column": "K = 5",
+                                   "profile": "cpu", "ours": 80.0, "std": 2.0, "n": 3, "paper": 98.3}]),
+                       ("ofeded", [])):
+        folder = tmp_path / key
+        (folder / "reports").mkdir(parents=True)
+        (folder / "reports" / "cells.json").write_text(json.dumps(cells))
+        papers.append(book.Paper(key, folder, key))
+    build = tmp_path / "build"
+    build.mkdir()
+    lines = book.closeness_section(papers, build)
+    text = "\n".join(lines)
+    assert (build / "closeness.png").is_file() and "closeness-fig.pdf" in text
+    assert "No cell beside a paper number: OFedED." in text
+    doc = book.document(papers, build)
+    assert doc.index("How close we are") < doc.index("Summary of claim verdicts")

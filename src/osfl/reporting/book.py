@@ -145,6 +145,24 @@ def _figure(pdf: Path, local: Path, caption: str, height: str) -> list[str]:
             r"\caption{" + escape_latex(caption) + "}", r"\end{figure}"]
 
 
+def closeness_section(papers: list[Paper], build: Path) -> list[str]:
+    """The first question, first: how close we are to each paper, and where. One panel per paper with a cell of
+    ours beside a paper number (``reports/cells.json``), ours against the paper's; the papers with none are named."""
+    from .figures import ours_vs_paper
+
+    cells = {PAPERS.get(p.key, p.key): _json(p.folder / "reports" / "cells.json", []) for p in papers}
+    drawn = {k: v for k, v in cells.items() if v}
+    lines = [r"\section*{How close we are to each paper}", r"ddcontentsline{toc}{section}{How close we are}"]
+    if not drawn:
+        return lines + [escape_latex("No cell of ours sits beside a paper number yet.")]
+    ours_vs_paper(drawn, build / "closeness")
+    none = [k for k, v in cells.items() if not v]
+    caption = ("Every cell of ours beside the paper's number: x the paper's, y ours (mean; bar: the seeds' std), "
+               "the diagonal and a ±3-point band; colour = our dataset, marker = profile."
+               + (f" No cell beside a paper number: {', '.join(none)}." if none else ""))
+    return lines + _figure(build / "closeness.pdf", build / "closeness-fig.pdf", caption, "0.55")
+
+
 def summary_section(papers: list[Paper]) -> list[str]:
     """The claim verdicts per paper (counts), then each claim with its verdict."""
     lines = [r"\section*{Summary of claim verdicts}", r"\addcontentsline{toc}{section}{Summary of claim verdicts}",
@@ -262,7 +280,7 @@ def document(papers: list[Paper], build: Path, benchmark: Path | None = None) ->
                           "the precision and the seeds. Numbers come from the runs committed with their dvc.lock "
                           "entries; nothing here was computed for the report."),
              r"\tableofcontents", r"\clearpage"]
-    lines += summary_section(papers) + lineage_section(folders)
+    lines += closeness_section(papers, build) + [r"\clearpage"] + summary_section(papers) + lineage_section(folders)
     if benchmark is not None:
         lines += [r"\clearpage"] + benchmark_section(benchmark, build)
     for p in papers:

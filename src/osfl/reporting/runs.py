@@ -101,6 +101,33 @@ def gap_text(numbers: dict) -> str:
             f"{m['within_10']} within 10, {m['beside_paper'] - m['within_10']} worse (mean gap {m['mean_gap']:+.2f})")
 
 
+def cell(artifact: str, dataset: str, row: str, column: str, values, paper: float, profile: str) -> dict | None:
+    """One cell of ours beside a paper number, as ``cells.json`` holds it for the report's ours-against-the-paper
+    figure (osfl.reporting.book): our mean, sample std and n over the seeds that passed their guards, and the
+    paper's number; None where either side has no number."""
+    p = float(paper)
+    mean, std, n = mean_std(values)
+    if n == 0 or math.isnan(p):
+        return None
+    return {"artifact": artifact, "dataset": dataset, "row": row, "column": column, "profile": profile,
+            "ours": round(mean, 4), "std": None if math.isnan(std) else round(std, 4), "n": n, "paper": p}
+
+
+def cells_of(artifact: str, numbers: dict, profile: str) -> list[dict | None]:
+    """The cells of a :func:`compare_rows` table (its ``numbers``: (row, paper's column) -> values, paper, run)."""
+    return [cell(artifact, v["run"][0], str(row), str(col), list(v["values"].values()), v["paper"], profile)
+            for (row, col), v in numbers.items()]
+
+
+def write_cells(out: Path, cells: list[dict | None]) -> Path:
+    """``out``/cells.json: every cell of ours beside a paper number (:func:`cell`; Nones left out), in a stable
+    order."""
+    kept = sorted((c for c in cells if c), key=lambda c: (c["artifact"], c["dataset"], c["row"], c["column"]))
+    path = Path(out) / "cells.json"
+    path.write_text(json.dumps(kept, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
 def vs_paper(vals: list[float], p: float, ps: float = float("nan")) -> str:
     """One cell: ``ours mean ± std (n) / paper ± std (our mean − the paper's)``, with — for a missing side."""
     ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"

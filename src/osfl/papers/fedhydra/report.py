@@ -9,7 +9,7 @@ from ... import cpu_profile
 from ...reporting.comparison import render_comparison
 from ...reporting.naming import seed_run
 from ...reporting.published import load_artifacts, load_published_table
-from ...reporting.runs import write_index
+from ...reporting.runs import write_cells, write_index
 from ...reporting.spread import VERDICT_RULE, verdict_label
 from .runs import (
     COMMAND, HETERO_TABLES, NEEDS, Run, _reading, expected_paper_runs, expected_results, load_runs, not_current,
@@ -91,7 +91,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
         status["table01_paper_profile"] = "paper-profile column(s): " + ", ".join(paper_runs)
     # Tables 1-2's Fashion-MNIST cells at the cpu profile: the cross-paper benchmark's runs of FedHydra's setting
     bench = Path(benchmark_root) if benchmark_root else Path(results_root).resolve().parent.parent / "benchmark"
-    cpu_files, cpu_state, cpu_claims, cpu_metrics = cpu_table(bench, arts, out)
+    cpu_files, cpu_state, cpu_claims, cpu_metrics, cpu_cells = cpu_table(bench, arts, out)
     if cpu_files:
         written += cpu_files
         status[CPU_STEM] = cpu_state
@@ -128,6 +128,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     written.append(_write_readme(arts, status, verdicts, runs, out / "README.md", profile, ms_label, stale,
                                  paper_runs, seeds, base_seed))
     written += write_index(out, status, verdicts)
+    written.append(write_cells(out, cpu_cells))
     if summary is not None:
         metrics = summary_metrics(gaps, verdicts)
         if cpu_metrics:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ... import cpu_profile
 from ...reporting.published import load_artifacts, load_published_table
-from ...reporting.runs import gap_metrics, read_runs, write_status
+from ...reporting.runs import cells_of, gap_metrics, read_runs, write_cells, write_status
 from ...reporting.spread import Verdict
 from ...reporting.tables import write_table
 from .tables import (
@@ -38,6 +38,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     metrics: dict = {}
     verdicts: list[tuple[str, Verdict]] = []
     t4_sides: dict = {}  # Table IV's cells as sides (Table VI's claim compares with them)
+    beside: list = []  # every cell of ours beside a paper number (cells.json, the report's first figure)
     flops_file = Path(results_root) / "flops.json"
     runs = read_runs(Path(results_root), params)
     first_ds = (params.get("datasets") or ["fmnist"])[0]
@@ -72,6 +73,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
         elif art.id == "table04":
             cells, numbers = table04(params, runs, load_published_table(art), load_published_table(art, "std"))
             gaps = gap_metrics(numbers)
+            beside += cells_of(art.id, numbers, params.get("profile", "?"))
             clients_note = parts_note(params, Path(results_root))
             put(art, cells, len(numbers), ACC_CELLS + seeds_note + " Rows: Dir(α) with the SPEC's inferred α."
                 + (f" {clients_note}" if clients_note else ""),
@@ -133,5 +135,6 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             status[art.id] = SCHEMATICS[art.id]
         else:
             status[art.id] = "not built yet (issue 16)"
+    written.append(write_cells(out, beside))
     written.append(write_status(out, "FedMHO", "papers/fedmho", arts, status, "Table IV", verdicts, metrics, summary))
     return written

@@ -7,7 +7,7 @@ from pathlib import Path
 from ... import cpu_profile
 from ...reporting.figures import curve_panels
 from ...reporting.published import load_artifacts, load_published_table
-from ...reporting.runs import gap_metrics, gap_text, write_status
+from ...reporting.runs import cell, gap_metrics, gap_text, write_cells, write_status
 from ...reporting.tables import write_table
 from ...reporting.topology import topology_panels
 from .tables import COMMANDS, COST_TABLE_DATASETS, DATASET_LABELS, SCHEMATICS, cost_table, read_runs, table4
@@ -26,6 +26,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     status: dict[str, str] = {}
     metrics: dict = {}
     cost_same: dict = {}
+    cells: list = []
     fig6_numbers: dict = {}
     note = (f"Seeds {params.get('seeds')}; {params.get('clients')} clients, {params.get('model')}; a run's T is "
             f"hybrid.T under the profile. {cpu_profile.describe(params)}")
@@ -49,6 +50,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
             status[art.id] = (f"{len(numbers)} cells run (K = {', '.join(map(str, ks))}); " + "; ".join(
                 f"{DATASET_LABELS.get(ds, ds)}: {gap_text(cells)}" for ds, cells in sorted(per_ds.items()))
                 if numbers else "no run yet")
+            cells += [cell(art.id, ds, f"C = {c}", f"K = {k}", v["values"], v["paper"], params.get("profile", "?"))
+                      for (ds, c, k), v in numbers.items()]
             metrics[art.id] = {"cells_run": len(numbers), "mean_gap": gap_metrics(numbers)["mean_gap"],
                                **{ds: gap_metrics(cells) for ds, cells in sorted(per_ds.items())}}
         elif art.id in ("fig3", "fig5", "fig6", "fig7"):
@@ -78,6 +81,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, pub
     verdicts = spec_checks(params, runs, cost_same, fig6_numbers) + k_robustness(
         params, runs, load_published_table(by_id["table4"]))
     status = {k: f"{v} · {COMMANDS[k]}" if k in COMMANDS else v for k, v in status.items()}
+    written.append(write_cells(out, cells))
     written.append(write_status(out, "HFLDD", "papers/hfldd", arts, status, "SPEC §7", verdicts, metrics, summary))
     return written
 

@@ -222,7 +222,7 @@ def table4(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
                 f" (profile {', '.join(older)})" if older else "")
             row[str(k)] = (f"{ours} / {MARKDOWN_NA}" if math.isnan(p) else
                            f"{ours} / {p:.1f} ({mean_std(vals)[0] - p:+.2f})")
-            numbers[(ds, c, k)] = {"mean": mean_std(vals)[0], "paper": p, "seeds": sorted(per_seed)}
+            numbers[(ds, c, k)] = {"mean": mean_std(vals)[0], "paper": p, "seeds": sorted(per_seed), "values": vals}
     cols = [str(c) for c in paper.columns]
     df = pd.DataFrame.from_dict(rows, orient="index", dtype=object)
     df = df[cols + [c for c in df.columns if c not in cols]].fillna(MARKDOWN_NA)  # a K outside 5..11 after them
