@@ -218,6 +218,32 @@ def test_failed_experiment_loses_nothing(smoke_repo):
     assert sh("git", "status", "--porcelain", cwd=work).stdout.strip() == ""
 
 
+@pytest.mark.parametrize("bad, says", [
+    (("-S", "methods=[fedavg,nope]"), "methods"),
+    (("-S", "++bogus_top=1"), "bogus_top"),
+    ((), "alpah"),  # a typo added to params.yaml by hand: nothing lists it, so only the check stage reads it
+])
+def test_bad_params_fail_in_the_check_stage_before_any_work(smoke_repo, bad, says):
+    """Issue 75: the `check` stage lists the whole params file and runs first, so an unknown method, an unknown
+    key given with ++ or typed into params.yaml fails in one line naming it, before DVC reaches any other stage;
+    nothing already computed is lost."""
+    work, _, _ = smoke_repo
+    before = _tracked_outputs(work)
+    if not bad:
+        with open(work / "params.yaml", "a") as f:
+            f.write("alpah: 0.1\n")
+    p = sh("dvc", "exp", "run", *bad, cwd=work, check=False)
+    out = p.stdout + p.stderr
+    assert p.returncode != 0 and f"error: {says}" in out, out[-2000:]
+    assert "Running stage 'check'" in out and not re.search(r"Running stage '(?!check')", out), out[-2000:]
+    # a methods list that drops methods makes DVC take their stages' outputs out of the workspace; git and the
+    # cache give every one back, as they were
+    sh("git", "checkout", "--", "params.yaml", "results", cwd=work)
+    sh("dvc", "checkout", "dvc.yaml", cwd=work)
+    assert _tracked_outputs(work) == before
+    assert json.loads(sh("dvc", "status", "--json", "dvc.yaml", cwd=work).stdout or "{}") == {}
+
+
 def test_stages_pin_record_and_reproduce_bit_for_bit(smoke_repo):
     """The reproducibility promise on one machine: running train_clients and a data-free server again (new
     processes, same params) gives byte-identical models; each records device, CPU, kernel ISA and threads.
