@@ -54,14 +54,15 @@ def generator_batches(teacher: Callable[[torch.Tensor], torch.Tensor], *, shape,
 
 
 def distil_epoch(students: Sequence[torch.nn.Module], opts: Sequence[torch.optim.Optimizer], scheds: Sequence,
-                 batches: Batches, teacher: Callable[[torch.Tensor], torch.Tensor], T: float) -> None:
-    """One pass over ``batches()``: each student takes one KL(teacher / T ‖ student / T)·T² step per batch, then its
-    scheduler (if any) steps."""
+                 batches: Batches, teacher: Callable[[torch.Tensor], torch.Tensor], T: float,
+                 grad_clip: float | None = None) -> None:
+    """One pass over ``batches()``: each student takes one KL(teacher / T ‖ student / T)·T² step per batch (its
+    gradient norm clipped at ``grad_clip`` when given), then its scheduler (if any) steps."""
     for x in batches():
         with torch.no_grad():
             t_out = teacher(x)
         for student, opt, sched in zip(students, opts, scheds):
-            kd_step(student, opt, x, t_out, T=T)
+            kd_step(student, opt, x, t_out, T=T, grad_clip=grad_clip)
             if sched is not None:
                 sched.step()
 

@@ -6,7 +6,8 @@ prototypes' vote (their outputs averaged).
 
 Defaults are what FedMHO's code runs (``noise_knowledge_transfer``, SPEC §2): Adam lr 2e-4 with cosine annealing,
 batch 128, 6,000 server batches (here 30 epochs × 200 batches, so that the run has a curve; no early stopping, the
-code's validation split is not used), T = 1, the 1/n average as the students' start. ``aux_data: auto`` is the
+code's validation split is not used), T = 1, the 1/n average as the students' start, the student's gradient norm
+clipped at 5 (``grad_clip``; the code's ``clip_grad_norm_(..., 5)``, finding F14 of benchmarks/peers; 0 = no clip). ``aux_data: auto`` is the
 SPEC's proposal (Fashion-MNIST ← MNIST, MNIST ← Fashion-MNIST, SVHN ← CIFAR-100 here; the paper names none);
 ``generator`` is the data-free fallback of :class:`osfl.methods.feddf.FedDF`. All students take the same batches.
 """
@@ -27,7 +28,7 @@ class FedDFVote(UnlabeledDistillation, ServerMethod):
     trains_global = True
     defaults = {
         "aux_data": "auto", "epochs": 30, "steps_per_epoch": 200, "batch_size": 128, "lr": 2e-4,
-        "cosine": True, "T": 1.0, "weighting": "uniform",
+        "cosine": True, "T": 1.0, "weighting": "uniform", "grad_clip": 5.0,
         "g_steps": 30, "lr_g": 1e-3, "nz": 256, "ngf": 64,
     }
     allowed = {"weighting": ("uniform", "samples"), "cosine": (True, False)}
@@ -43,7 +44,8 @@ class FedDFVote(UnlabeledDistillation, ServerMethod):
         vote = voting_predictor(list(students.values()))
 
         def epoch(_: int):
-            distil_epoch(list(students.values()), opts, scheds, batches, teacher.predict, p["T"])
+            distil_epoch(list(students.values()), opts, scheds, batches, teacher.predict, p["T"],
+                         grad_clip=float(p["grad_clip"]) or None)
             for s in students.values():
                 s.eval()
             return vote
