@@ -118,3 +118,17 @@ def test_the_first_section_draws_each_papers_cells_against_the_paper(tmp_path):
     assert "No cell beside a paper number: OFedED." in text
     doc = book.document(papers, build)
     assert doc.index("How close we are") < doc.index("Summary of claim verdicts")
+
+
+def test_each_summary_line_says_n_the_difference_and_the_spread():
+    """Issue 72: the PDF's verdict lines say on how many seeds, with what difference and spread, a verdict rests."""
+    one = "A 70.00 ± 1.00 (n=3) vs B 60.00 ± 1.00 (n=3); seeds 0, 1, 2 (n = 3): difference +10.00, spread 1.00 (larger"
+    assert book.basis_of(one) == "n = 3, difference +10.00, spread 1.00"
+    several = ("a: holds (x; seeds 0, 1, 2 (n = 3): difference +10.00, spread 1.00); b: within spread (y; seeds 0, 1, 2 "
+               "(n = 3): difference +0.50, spread 1.00); c: not judged (n = 1) (z; seed 0 (n = 1): difference -2.00, "
+               "no spread)")
+    assert book.basis_of(several) == "n = 1-3, difference +0.50, spread 1.00 (closest of several)"
+    assert book.basis_of("all three to two decimals") == ""
+    paper = book.Paper("hfldd", None, "HFLDD", claims=[{"artifact": "", "claim": "C", "verdict": "holds",
+                                                         "evidence": one}])
+    assert "(n = 3, difference +10.00, spread 1.00)" in "\n".join(book.summary_section([paper]))

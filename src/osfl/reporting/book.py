@@ -163,12 +163,34 @@ def closeness_section(papers: list[Paper], build: Path) -> list[str]:
     return lines + _figure(build / "closeness.pdf", build / "closeness-fig.pdf", caption, "0.55")
 
 
+_BASIS = re.compile(r"\(n = (\d+)\)(?:: difference ([+-]\d+(?:\.\d+)?), (spread \d+(?:\.\d+)?|no spread))?")
+
+
+def basis_of(evidence: str) -> str:
+    """``"n = 3, difference +2.00, spread 1.00"`` from a claim's evidence (its comparisons' bases,
+    :meth:`osfl.reporting.spread.Verdict.text`); several comparisons: the range of n and the one closest to the
+    decision (the smallest |difference| - spread). "" when the evidence names no seed count."""
+    found = _BASIS.findall(evidence or "")
+    if not found:
+        return ""
+    ns = sorted({int(n) for n, _, _ in found})
+    n_text = f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}-{ns[-1]}"
+    judged = [(abs(float(d)) - (float(s.split()[1]) if s.startswith("spread") else 0.0), d, s)
+              for _, d, s in found if d]
+    if not judged:
+        return n_text
+    _, d, s = min(judged)
+    return f"{n_text}, difference {d}, {s}" + (" (closest of several)" if len(judged) > 1 else "")
+
+
 def summary_section(papers: list[Paper]) -> list[str]:
     """The claim verdicts per paper (counts), then each claim with its verdict."""
     lines = [r"\section*{Summary of claim verdicts}", r"\addcontentsline{toc}{section}{Summary of claim verdicts}",
-             "Each paper's claims, judged on our runs by the rule of its report (a difference decides only beyond "
-             "the spread of the seeds or of the curves; runs with degenerate inputs or failed regime guards are not "
-             "judged).", "", r"\begin{center}", r"\begin{tabular}{l" + "r" * (len(VERDICTS) + 1) + "}", r"\toprule",
+             "Each paper's claims, judged on our runs by the rule of its report: a comparison is decided only on "
+             "n >= 3 seeds, by a difference beyond the larger of the two sides' sample std; with fewer seeds it is "
+             "not judged (n = k); runs with degenerate inputs (at chance after epoch 0 or at the final epoch) or "
+             "failed regime guards are not judged. Each line gives the seeds n, the difference and the spread of "
+             "the comparisons it rests on.", "", r"\begin{center}", r"\begin{tabular}{l" + "r" * (len(VERDICTS) + 1) + "}", r"\toprule",
              "Paper & " + " & ".join(v for v in VERDICTS) + r" & claims \\", r"\midrule"]
     for p in papers:
         c = count_verdicts(x["verdict"] for x in p.claims)
@@ -180,8 +202,10 @@ def summary_section(papers: list[Paper]) -> list[str]:
         aside = [c for c in p.claims if c["verdict"] in (NOT_RUN, NOT_TESTABLE)]
         for c in (c for c in p.claims if c not in aside):
             where = f" [{c['artifact']}]" if c.get("artifact") else ""
+            basis = basis_of(c.get("evidence", ""))
             lines.append(r"\item " + escape_latex(f"{c['claim']}{where}") + r" --- \textbf{"
-                         + escape_latex(verdict_label(c["verdict"], c.get("reason"))) + "}")
+                         + escape_latex(verdict_label(c["verdict"], c.get("reason"))) + "}"
+                         + (" " + escape_latex(f"({basis})") if basis else ""))
         for kind in (NOT_RUN, NOT_TESTABLE):
             left = [c for c in aside if c["verdict"] == kind]
             if left:
