@@ -68,3 +68,15 @@ def test_an_output_that_a_commit_would_change_restores_the_lock(tmp_path):
     committed, kept = record.record(work, exclude=["other"], dry_run=True, progress=lambda *_: None)
     assert committed == [] and "changed outs: total.txt" in kept["total"]
     assert (work / "dvc.lock").read_text() == lock
+
+
+def test_a_moved_code_dependency_counts_as_code(tmp_path):
+    """make deps rewrites a stage's code list when a module moves: a dropped and a new code path are code changes."""
+    work = _project(tmp_path)
+    (work / "src" / "osfl" / "moved.py").write_text(STEP + "\n")
+    text = (work / "dvc.yaml").read_text().replace("deps:\n    - src/osfl/step.py\n    - numbers.txt",
+                                                   "deps:\n    - src/osfl/moved.py\n    - numbers.txt")
+    (work / "dvc.yaml").write_text(text)
+    committed, kept = record.record(work, exclude=["other"], progress=lambda *_: None)
+    assert committed == ["total"], kept
+    assert [d["path"] for d in locked_stages(work)["total"]["deps"]] == ["numbers.txt", "src/osfl/moved.py"]

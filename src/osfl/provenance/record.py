@@ -1,8 +1,8 @@
 """Record a behaviour-preserving code edit in a pipeline's dvc.lock without re-running its stages.
 
 The last step of docs/rerecord.md's procedure, after the equivalence check (``python -m benchmarks.equivalence``):
-every stage that has a lock entry and whose ONLY change since it ran is the hash of one of its code dependencies
-(a path under ``src/osfl``) is committed by DVC (``dvc commit --force``, missing outputs allowed, as
+every stage that has a lock entry and whose ONLY change since it ran is in its code dependencies (a path under
+``src/osfl`` edited, or added to or dropped from its list when ``make deps`` follows moved imports) is committed by DVC (``dvc commit --force``, missing outputs allowed, as
 ``Repo.commit(..., allow_missing=True)``), so that its entry gets the new code hashes and keeps every recorded output,
 params value and data dependency. Anything else that changed (a data dependency, a params value, the command, an
 output) keeps the stage out, and it is listed with the reason; ``--exclude`` keeps stages out by name pattern (e.g.
@@ -44,11 +44,12 @@ def code_only(entry: list) -> str | None:
         for kind, changes in item.items():
             if kind not in ("changed deps", "changed outs") or not isinstance(changes, dict):
                 return f"{kind}: {', '.join(sorted(changes)[:3]) if isinstance(changes, dict) else changes}"
-            other = sorted(p for p, state in changes.items()
-                           if state not in MISSING and not (kind == "changed deps" and CODE in p and state == "modified"))
+            # a code dependency may be edited, moved or new (make deps rewrites the lists from the imports)
+            other = sorted(p for p, state in changes.items() if not (kind == "changed deps" and CODE in p)
+                           and state not in MISSING)
             if other:
                 return f"{kind}: {', '.join(other[:3])}"
-            code |= any(CODE in p and state == "modified" for p, state in changes.items())
+            code |= any(CODE in p for p in changes) and kind == "changed deps"
     return None if code else "no code dependency changed (only paths absent from the workspace)"
 
 
