@@ -3,12 +3,13 @@ import numpy as np
 import pytest
 import torch
 
-from osfl.clients.augment import augment_batch
+from osfl.augment import augment_batch
 from osfl.clients.training import train_classifier
 from osfl.clients.upload import read_uploads, write_upload
 from osfl.config import get_profile
 from osfl.errors import ConfigError
-from osfl.evaluation import accuracy, ensemble_predictor
+from osfl.distill.ensemble import ensemble_predictor
+from osfl.evaluation import accuracy
 from osfl.methods import METHODS
 from osfl.methods.base import ServerContext
 from osfl.methods.base import average_state_dicts

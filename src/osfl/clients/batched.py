@@ -45,7 +45,7 @@ from torch.func import functional_call, stack_module_state, vmap
 from ..accel import Accel
 from ..evaluation import to_float
 from ..models import architecture_key, hookless_copy
-from .augment import augment_batch
+from ..augment import augment_batch
 from .dp import check_dp_model
 from .parallel import client_processes, local_curve, train_in_processes
 from .training import TrainResult, has_dropout, prepare_model, train_classifier

@@ -1,7 +1,7 @@
 """Local training of classifier clients, straight from in-memory uint8 tensors.
 
 Each client's data sits on the device as a uint8 tensor; batches are gathered by index, converted to [0,1]
-floats and augmented on the device (:mod:`osfl.clients.augment`). Every client has its own seeded generator
+floats and augmented on the device (:mod:`osfl.augment`). Every client has its own seeded generator
 for data order and augmentation, and its model is initialised from a seeded draw, so a run is reproducible
 and clients can be trained in any order.
 """
@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from ..accel import Accel
 from ..evaluation import to_float
 from ..runtime import derive_seed, seeded_default_generators
-from .augment import augment_batch
+from ..augment import augment_batch
 from .dp import check_dp_model, dp_sgd_grads
 
 

@@ -21,7 +21,7 @@ from typing import Callable
 
 import torch
 
-from ..clients.augment import augment_batch
+from ..augment import augment_batch
 from .generator import Generator, reset_generator
 from .pool import SyntheticPool
 from .synthesis import BestBatch, generator_adam, kd_step, new_latent, random_labels

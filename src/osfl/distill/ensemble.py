@@ -33,6 +33,7 @@ import torch
 import torch.nn as nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from ..evaluation import Predictor
 from ..models import architecture_key, hookless_copy
 from .bn_hooks import BNStatHooks, bn_layers, bn_stat_loss
 
@@ -191,3 +192,29 @@ def stratified_aggregate(per_client: torch.Tensor, targets: torch.Tensor, U_r: t
     U_c = U_c.to(per_client)
     V = U_r[targets.to(per_client.device)]  # (B, m), Eq. 10
     return torch.einsum("bm,cm,mbc->bc", V, U_c, per_client)
+
+
+# the predictors a server returns or an evaluation rebuilds (server side: client training imports none of this)
+
+def ensemble_predictor(models: Sequence[torch.nn.Module], weights: Sequence[float] | None = None,
+                       batched: bool = True) -> Predictor:
+    """Σ_k w_k·logits_k / Σ_k w_k: DENSE's averaging ensemble (uniform w) or a weighted one.
+
+    Client models of one architecture run as one vmapped call (:class:`BatchedEnsemble`); ``batched=False``
+    loops over the models (reference path).
+    """
+    w = [1.0] * len(models) if weights is None else [float(v) for v in weights]
+    return BatchedEnsemble(models, w, batched=batched).predict
+
+
+def voting_predictor(models: Sequence[torch.nn.Module]) -> Predictor:
+    """Prototype voting (FedMHO SPEC §2, ``federated_average_ensemble.py``): one model per client architecture,
+    their logits averaged with equal weights (soft voting)."""
+    return ensemble_predictor(list(models))
+
+
+def uploads_ensemble(uploads, members: Sequence[int], weights: Sequence[float], device: torch.device) -> Predictor:
+    """The ensemble a server method returned (``members``: client ids, with their ``weights``), rebuilt from the
+    client uploads on ``device``."""
+    by_id = {u.client_id: u for u in uploads}
+    return ensemble_predictor([by_id[c].build_model(device) for c in members], weights)

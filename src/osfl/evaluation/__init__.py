@@ -1,11 +1,10 @@
-"""Evaluation: top-1 accuracy of a model, or of an ensemble of models, on an in-memory test set."""
+"""Evaluation: top-1 accuracy of a model or of any predictor (an ensemble's: :mod:`osfl.distill.ensemble`) on an
+in-memory test set, and the images' float form every model reads."""
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
 
 import torch
-
-from ..distill.ensemble import BatchedEnsemble
 
 Predictor = Callable[[torch.Tensor], torch.Tensor]  # float batch in [0,1] -> logits
 
@@ -31,27 +30,3 @@ def accuracy(predict: Predictor | torch.nn.Module, x_u8: torch.Tensor, y: torch.
     if was_training:
         predict.train()
     return 100.0 * correct / max(1, len(y))
-
-
-def ensemble_predictor(models: Sequence[torch.nn.Module], weights: Sequence[float] | None = None,
-                       batched: bool = True) -> Predictor:
-    """Σ_k w_k·logits_k / Σ_k w_k: DENSE's averaging ensemble (uniform w) or a weighted one.
-
-    Client models of one architecture run as one vmapped call (``distill.BatchedEnsemble``); ``batched=False``
-    loops over the models (reference path).
-    """
-    w = [1.0] * len(models) if weights is None else [float(v) for v in weights]
-    return BatchedEnsemble(models, w, batched=batched).predict
-
-
-def voting_predictor(models: Sequence[torch.nn.Module]) -> Predictor:
-    """Prototype voting (FedMHO SPEC §2, ``federated_average_ensemble.py``): one model per client architecture,
-    their logits averaged with equal weights (soft voting)."""
-    return ensemble_predictor(list(models))
-
-
-def uploads_ensemble(uploads, members: Sequence[int], weights: Sequence[float], device: torch.device) -> Predictor:
-    """The ensemble a server method returned (``members``: client ids, with their ``weights``), rebuilt from the
-    client uploads on ``device``."""
-    by_id = {u.client_id: u for u in uploads}
-    return ensemble_predictor([by_id[c].build_model(device) for c in members], weights)

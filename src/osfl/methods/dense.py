@@ -26,7 +26,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..clients.augment import augment_batch
+from ..augment import augment_batch
 from ..distill import (Synthesis, SyntheticPool, adversarial_loss, distill_pool, frozen_forward,
                        kd_augmentation, make_generator)
 from . import register

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 
 from ..distill.unlabeled import UnlabeledDistillation, distil_epoch, feddf_batches
-from ..evaluation import voting_predictor
+from ..distill.ensemble import voting_predictor
 from . import register
 from .base import ServerContext, ServerMethod, ServerResult, prototype_averages, track_epochs
 

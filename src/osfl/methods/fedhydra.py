@@ -58,7 +58,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, vmap
 from tqdm.auto import tqdm
 
-from ..clients.augment import augment_batch
+from ..augment import augment_batch
 from ..distill import (Synthesis, SyntheticPool, adversarial_loss, distill_pool, frozen_forward, generator_adam,
                        kd_augmentation, kd_step, make_generator, reset_generator, stratified_aggregate)
 from . import register

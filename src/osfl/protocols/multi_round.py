@@ -31,7 +31,7 @@ import torch
 import torch.nn as nn
 from tqdm.auto import tqdm
 
-from ..clients.augment import resolve_augment
+from ..augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..config import RunConfig, check_int, scaled_epochs
 from ..data import ArrayData

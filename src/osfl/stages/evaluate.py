@@ -8,7 +8,8 @@ import torch
 
 from ..clients.upload import read_uploads
 from ..config import load_run
-from ..evaluation import accuracy, uploads_ensemble, voting_predictor
+from ..distill.ensemble import uploads_ensemble, voting_predictor
+from ..evaluation import accuracy
 from ..models import build_model
 from ..live import read_curve, read_summary
 from ..cpu_profile import server_guard, warn_failed

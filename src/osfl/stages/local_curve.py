@@ -15,7 +15,7 @@ import time
 
 import torch
 
-from ..clients.augment import resolve_augment
+from ..augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort
 from ..config import load_run, scaled_epochs
 from ..errors import ConfigError

@@ -13,7 +13,7 @@ from ..config import RunConfig, load_run
 from ..cost.counter import spent
 from ..data import DATASETS, get_spec, is_stand_in, load_prepared, prepare_dataset
 from ..errors import ConfigError
-from ..evaluation import uploads_ensemble, voting_predictor
+from ..distill.ensemble import uploads_ensemble, voting_predictor
 from ..live import LiveRun
 from ..protocols.one_shot import build_context, make_method, run_method
 from ..runtime import derive_seed, save_state_dict, write_json

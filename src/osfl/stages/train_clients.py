@@ -7,7 +7,7 @@ import time
 import numpy as np
 import torch
 
-from ..clients.augment import resolve_augment
+from ..augment import resolve_augment
 from ..clients.cohort import (build_cohort, cohort_training_flops, initial_states, local_hparams, train_cohort,
                               upload_cohort)
 from ..clients.dp import dp_record

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ..clients.augment import resolve_augment
+from ..augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..clients.parallel import client_processes
 from ..config import CVAETraining, LocalTraining, check_int, for_dataset, load_run, scaled_epochs
