@@ -86,7 +86,10 @@ def resolve_stage(argv: list[str]):
     """Run one stage command until its loader returns; the configuration, or why there is none."""
     if argv[:2] != ["python", "-m"] or not argv[2].startswith("osfl.stages."):
         return {"not a run stage": " ".join(argv[:3])}
-    module = importlib.import_module(argv[2])
+    try:
+        module = importlib.import_module(argv[2])
+    except ModuleNotFoundError:  # a stage this revision's code does not have yet (it differs: a new stage)
+        return {"no such stage module in this code": argv[2]}
     names = [n for n in LOADERS if hasattr(module, n)]
     if not names:
         return {"no loader": argv[2]}

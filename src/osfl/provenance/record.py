@@ -81,8 +81,12 @@ def record(project: Path, exclude: list[str], dry_run: bool = False, progress=pr
         progress(f"record: {project.name}: {len(todo)} stage(s) changed in code only, {len(kept)} kept out")
         if dry_run:
             return todo, kept
-        for name in todo:
-            repo.commit(name, force=True, allow_missing=True)
+        for name in list(todo):
+            try:
+                repo.commit(name, force=True, allow_missing=True)
+            except FileNotFoundError as e:  # an output DVC cannot leave missing (a folder it must list)
+                todo.remove(name)
+                kept[name] = f"not committable with an output absent: {Path(e.filename or '').name or e}"
     after = locked_stages(project)
     moved = [n for n in todo if _without_code(after[n]) != _without_code(before[n])]
     moved += [n for n in before if n not in todo and after.get(n) != before[n]]
