@@ -152,7 +152,7 @@ def closeness_section(papers: list[Paper], build: Path) -> list[str]:
 
     cells = {PAPERS.get(p.key, p.key): _json(p.folder / "reports" / "cells.json", []) for p in papers}
     drawn = {k: v for k, v in cells.items() if v}
-    lines = [r"\section*{How close we are to each paper}", r"ddcontentsline{toc}{section}{How close we are}"]
+    lines = [r"\section*{How close we are to each paper}", r"\addcontentsline{toc}{section}{How close we are}"]
     if not drawn:
         return lines + [escape_latex("No cell of ours sits beside a paper number yet.")]
     ours_vs_paper(drawn, build / "closeness")

@@ -74,10 +74,10 @@ def read_sweep(results_root: Path, params: dict, entries: list[dict] | None = No
 def split_by_guards(recs: list[dict], num_classes: int = 10) -> tuple[list[dict], str]:
     """(the run records that may feed a verdict, a cell's note naming the others as
     `` [failed its regime guard: s<seed> <final accuracy>, ...]``, or "" when none failed): a record fails when a
-    recorded guard failed or its final accuracy is below the guard's floor, or at chance where it records none
-    (:func:`.spread.regime_failure`), at every profile."""
-    good = [r for r in recs if regime_failure(r, num_classes) is None]
-    bad = [r for r in recs if regime_failure(r, num_classes) is not None]
+    recorded guard failed or its final accuracy is below the guard's floor (:func:`.spread.regime_failure`); a run
+    at chance where no floor is recorded keeps its cell, and the verdicts' own check keeps it out of them."""
+    good = [r for r in recs if regime_failure(r, num_classes, chance=False) is None]
+    bad = [r for r in recs if regime_failure(r, num_classes, chance=False) is not None]
     note = " [failed its regime guard: " + ", ".join(f"s{r['seed']} {r['acc_final']:.2f}" for r in bad) + "]"
     return good, note if bad else ""
 

@@ -11,23 +11,14 @@ the numbers it was decided from. A comparison "A is above B" (:func:`compare`) f
 
 1. Same seeds only. Each side is a mapping seed -> value (:class:`Side`); only the seeds both sides have count, and
    the evidence names them and their number n. No common seed: ``not judged: no common seed``.
-2. Three seeds. A comparison is decided only on n >= :data:`MIN_SEEDS` (3) common seeds; with fewer it is
-   ``not judged (n = k)``, and its basis still gives the difference and whatever spread the runs offer (the sample
-   std for n = 2, the runs' epoch-to-epoch swing for n = 1), so the reader sees how far it was from a decision.
-3. Spread. d = mean(A) - mean(B) over the common seeds decides only when it exceeds the spread, the larger of the
-   two sides' sample standard deviations (ddof = 1) over those seeds: d > spread ``holds``, d < -spread ``does not
-   hold``, otherwise ``within spread`` (a tie always is). (The swing, for one seed, is the mean absolute change of
-   test accuracy between consecutive epochs or rounds over the window the claim is about, :func:`swing`; for a
-   final accuracy the last half of the curve, :func:`late_half`.)
-4. Degenerate inputs. A side names, per seed, why its run cannot be judged: clients at chance
-   (:func:`clients_at_chance`: mean local accuracy within :data:`CHANCE_MARGIN` = 1 point of 100 / classes, or all
-   clients exactly equal), a server curve at chance (:func:`curve_at_chance`: it never leaves chance after epoch 0,
-   the model before any server training, or its final epoch is back at chance), a run record whose regime guards
-   failed or whose final accuracy is at chance (:func:`regime_failure`), a generator whose samples are constant
-   (:func:`constant_samples`). These apply at every profile. Such a reason at a common seed: ``not judged:
-   <reason>``.
-5. Evidence. Every verdict keeps the numbers it used: each side (mean ± std (n) over the common seeds), the seeds,
-   the difference and the spread with what it is (:meth:`Verdict.text`).
+2. Three seeds. Decided only on n >= :data:`MIN_SEEDS` (3) common seeds; with fewer, ``not judged (n = k)``, whose
+   basis still gives the difference and the spread the runs offer (std for n = 2, swing for n = 1, :func:`swing`).
+3. Spread. d = mean(A) - mean(B) decides only beyond the larger of the two sides' sample stds: d > spread ``holds``,
+   d < -spread ``does not hold``, otherwise ``within spread`` (a tie always is).
+4. Degenerate inputs, at every profile: clients at chance (:func:`clients_at_chance`), a server curve at chance
+   after epoch 0 or at its final epoch (:func:`curve_at_chance`), a failed guard or a final accuracy below its floor
+   (:func:`regime_failure`), constant generator samples (:func:`constant_samples`): ``not judged: <reason>``.
+5. Evidence. Every verdict keeps its numbers: each side (mean ± std (n)), the seeds, the difference, the spread.
 
 A claim made of several comparisons (every column, every rival) combines them with :func:`every`: ``does not hold``
 when any part does not hold (one counter-example is enough), ``holds`` when every part holds, else ``within spread``
@@ -113,9 +104,6 @@ def format_spread(values, precision: int = 2) -> str:
         return f"{mean:.{precision}f}"
     return f"{mean:.{precision}f} \u00b1 {std:.{precision}f} (n={n})"
 
-
-# ---------------------------------------------------------------------------------------------------------------
-# verdicts (module docstring)
 
 HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED = "holds", "does not hold", "within spread", "not judged"
 NOT_RUN, NOT_TESTABLE = "not run", "not testable here"
@@ -251,8 +239,7 @@ def verdict_label(verdict: str, reason: str | None = "") -> str:
     return f"{verdict} ({reason})" if _is_count(reason) else f"{verdict}: {reason}"
 
 
-def _is_count(reason: str) -> bool:
-    """Whether a not-judged reason is only a seed count, ``"n = 2"``."""
+def _is_count(reason: str) -> bool:  # a not-judged reason that is only a seed count, "n = 2"
     return reason.startswith("n = ") and reason[4:].isdigit()
 
 
@@ -312,8 +299,7 @@ def above_all(a: Side, rivals: Iterable[Side], below: bool = False, precision: i
 
 def late_half(values: Sequence[float]) -> list[float]:
     """The last half of a curve (from index len // 2): the epochs a final accuracy and a late collapse are about."""
-    values = list(values)
-    return values[len(values) // 2:]
+    return list(values)[len(values) // 2:]
 
 
 def swing(values: Sequence[float] | None) -> float | None:
@@ -371,11 +357,12 @@ def curve_at_chance(accs: Sequence[float] | None, num_classes: int, *, epoch0: b
     return None
 
 
-def regime_failure(record: Mapping | None, num_classes: int = 10, who: str = "") -> str | None:
+def regime_failure(record: Mapping | None, num_classes: int = 10, who: str = "", chance: bool = True) -> str | None:
     """Why a run record cannot feed a verdict, or None: a regime guard it recorded failed (:mod:`osfl.cpu_profile`:
     the best epoch against its floor), or its final accuracy (``acc_final``) lies below that floor too (the guards
     look at the best epoch only; the final one counts as well); without a recorded server floor, at any profile, a
-    final accuracy within :data:`CHANCE_MARGIN` of chance or below it."""
+    final accuracy within :data:`CHANCE_MARGIN` of chance or below it (``chance=False``: the recorded floors alone,
+    as a table's cells are kept: a number shown is still a number, and the verdicts apply the chance rule)."""
     if not record:
         return None
     guards = record.get("guards") or {}
@@ -387,11 +374,11 @@ def regime_failure(record: Mapping | None, num_classes: int = 10, who: str = "")
     if final is None:
         return None
     gain = guards.get("server_gain_min")
-    chance = 100.0 / num_classes
+    check_chance, level = chance, 100.0 / num_classes
     if gain is not None and float(final) < float(gain["floor"]):
         return f"{who}final accuracy {float(final):.2f} % below the regime guard's floor {float(gain['floor']):.2f} %"
-    if gain is None and float(final) <= chance + CHANCE_MARGIN:
-        return f"{who}final accuracy {float(final):.2f} % at chance ({chance:.2f} %)"
+    if check_chance and gain is None and float(final) <= level + CHANCE_MARGIN:
+        return f"{who}final accuracy {float(final):.2f} % at chance ({level:.2f} %)"
     return None
 
 
