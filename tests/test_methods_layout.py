@@ -53,3 +53,37 @@ def test_stages_running_the_server_round_depend_on_it(dvc_yaml):
         if "src/osfl/stages/server.py" in deps:
             assert {"src/osfl/protocols/one_shot.py", "src/osfl/protocols"} & set(deps), \
                 f"{dvc_yaml}: stage {name} runs server code; add src/osfl/protocols/one_shot.py to its deps"
+
+
+# The library layers a method file may import (README "Adding a method"): the shared loops and models below the
+# method layer, never the layers above it (config, papers, stages, protocols, reporting, campaign, provenance), so that
+# a method is one file whose stage depends on the library and on nothing that lists or runs the papers.
+METHOD_LAYERS = {"augment", "distill", "errors", "evaluation", "generative", "models", "runtime"}
+BASE_LAYERS = METHOD_LAYERS | {"clients", "cost", "profiles", "registry"}  # base.py and the registry's __init__
+
+
+def _library_imports(path: Path) -> set[str]:
+    """Top-level osfl packages a file imports, inside functions included (``from ..x.y import`` -> x)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("osfl."):
+            found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("osfl.")}
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(METHODS_DIR.glob("*.py")), ids=lambda p: p.name)
+def test_methods_import_only_the_library_layers(path):
+    allowed = BASE_LAYERS if path.name in ("base.py", "__init__.py") else METHOD_LAYERS
+    extra = _library_imports(path) - allowed
+    assert not extra, f"{path.name} imports osfl.{sorted(extra)}: a method may import only {sorted(allowed)} " \
+                      "(README, 'Adding a method')"
+
+
+def test_the_import_rule_catches_an_upper_layer(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from ..config import load_run\n    from ..distill import Synthesis\n")
+    assert _library_imports(bad) - METHOD_LAYERS == {"config"}
