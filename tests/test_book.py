@@ -49,7 +49,7 @@ def test_claims_not_run_are_counted_not_listed(tmp_path):
               {"artifact": "", "claim": "C", "verdict": "not judged", "evidence": "-", "reason": "one seed, no spread"}]
     paper = book.Paper("fedhydra", tmp_path, "FedHydra: x", claims=claims)
     text = "\n".join(book.summary_section([paper]))
-    assert "FedHydra & 1 & 0 & 0 & 1 & 1 & 0 & 3" in text
+    assert "FedHydra & 1 & 0 & 0 & 1 & 1 & 0 & 0 & 0 & 3" in text
     assert "A is best [table01]" in text and "B is best" not in text and "1 claim(s) not run (table03)" in text
 
 

@@ -109,7 +109,7 @@ def test_smoke_pipeline_renders_every_table_and_figure(hfldd_repo):
     k3 = json.loads((work / SUB / "results" / RUN / "ksweep" / "k3.json").read_text())["acc_final"]
     assert row.rstrip(" |").endswith(f"{k3:.2f} / —")  # K = 3, outside the paper's 5..11: after its columns
     readme = (reports / "README.md").read_text()
-    assert "holds (all three to two decimals)" in readme and "§7 HFLDD ≥ the baselines, Fashion-MNIST C = 2" in readme
+    assert "consistent (all three to two decimals; arithmetic, no run)" in readme and "§7 HFLDD ≥ the baselines, Fashion-MNIST C = 2" in readme
     summary = json.loads((work / SUB / "summary.json").read_text())
     assert summary["table2"]["paper_traffic_reproduced"] and summary["claims"]["checked"] >= 5
 

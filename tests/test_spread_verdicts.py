@@ -259,7 +259,8 @@ def test_verdict_text_record_and_counts():
                                                              "no spread",
                                                  "reason": "n = 1"}
     assert count_verdicts([v, n, "within spread"]) == {"holds": 1, "does_not_hold": 0, "within_spread": 1,
-                                                       "not_judged": 1, "not_run": 0, "not_testable_here": 0}
+                                                       "not_judged": 1, "not_run": 0, "not_testable_here": 0,
+                                                       "consistent": 0, "inconsistent": 0}
     with pytest.raises(ValueError):
         Verdict("fails")
 

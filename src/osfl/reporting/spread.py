@@ -38,7 +38,7 @@ from typing import Any
 
 from .naming import seed_run
 
-__all__ = ["CHANCE_MARGIN", "DOES_NOT_HOLD", "HOLDS", "MIN_SEEDS", "NOT_JUDGED", "NOT_RUN", "NOT_TESTABLE", "VERDICTS",
+__all__ = ["CHANCE_MARGIN", "CONSISTENT", "DOES_NOT_HOLD", "INCONSISTENT", "HOLDS", "MIN_SEEDS", "NOT_JUDGED", "NOT_RUN", "NOT_TESTABLE", "VERDICTS",
            "WITHIN", "Side", "Verdict", "above_all", "clients_at_chance", "compare", "constant_samples",
            "count_verdicts", "curve_at_chance", "every", "format_spread", "late_half", "mean_std", "on_seeds", "regime_failure",
            "seed_runs", "seed_values", "swing", "values_of", "verdict_label"]
@@ -107,7 +107,10 @@ def format_spread(values, precision: int = 2) -> str:
 
 HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED = "holds", "does not hold", "within spread", "not judged"
 NOT_RUN, NOT_TESTABLE = "not run", "not testable here"
-VERDICTS = (HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED, NOT_RUN, NOT_TESTABLE)
+# a check of the paper's own numbers against each other (its formulas, its parameter counts): arithmetic, no run,
+# so never "holds" (a verdict on runs needs n >= 3 seeds)
+CONSISTENT, INCONSISTENT = "consistent", "inconsistent"
+VERDICTS = (HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED, NOT_RUN, NOT_TESTABLE, CONSISTENT, INCONSISTENT)
 CHANCE_MARGIN = 1.0  # points of accuracy around 100 / classes that count as chance
 MIN_SEEDS = 3  # common seeds a comparison needs before it is decided
 _EPS = 1e-9  # a difference "exceeds" the spread by more than float noise
@@ -124,7 +127,9 @@ VERDICT_RULE = (
     "server curve that never leaves chance after epoch 0 (the model before server training never counts) or whose "
     "final epoch is back at chance, a failed regime guard or a final accuracy below its floor, a generator whose "
     "samples are constant. A claim over several comparisons does not hold when one of them does not, holds when all "
-    "do, and is else within spread (or not judged). Code: src/osfl/reporting/spread.py.")
+    "do, and is else within spread (or not judged). A check of the paper's own numbers against each other (its "
+    "formulas, its parameter counts) rests on no run: it reads \"consistent\" or \"inconsistent\", never \"holds\". "
+    "Code: src/osfl/reporting/spread.py.")
 
 
 @dataclass(frozen=True)

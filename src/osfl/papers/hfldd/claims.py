@@ -6,7 +6,7 @@ from dataclasses import replace
 import pandas as pd
 
 from ...reporting.spread import (
-    DOES_NOT_HOLD, HOLDS, NOT_JUDGED, NOT_TESTABLE, WITHIN, Side, Verdict, above_all, clients_at_chance, every,
+    CONSISTENT, DOES_NOT_HOLD, HOLDS, INCONSISTENT, NOT_JUDGED, NOT_TESTABLE, WITHIN, Side, Verdict, above_all, clients_at_chance, every,
     curve_at_chance, format_spread, late_half, mean_std, on_seeds, regime_failure, swing,
 )
 from .tables import COST_METHODS, DATASET_LABELS, FROM_CLIENTS, METHODS, accuracies, k_records, model_params
@@ -51,12 +51,13 @@ def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -
     for tid, same in cost_same.items():
         out.append((f"§7 traffic formulas ({'Table II' if tid == 'table2' else 'Table III'}: the paper's rounds and "
                     "H through Eqs. 3, 6, 7 give its printed MiB)",
-                    Verdict(HOLDS, "all three to two decimals") if same else Verdict(DOES_NOT_HOLD)))
+                    Verdict(CONSISTENT, "all three to two decimals; arithmetic, no run") if same
+                    else Verdict(INCONSISTENT, "arithmetic, no run")))
     counts = {"lenet5/mnist": model_params("lenet5", "mnist"), "fedd3_cnn/cifar10": model_params("fedd3_cnn", "cifar10")}
     ok = counts == {"lenet5/mnist": 44_426, "fedd3_cnn/cifar10": 1_020_160}
     out.append(("§7 parameter counts 44,426 (MNIST model) and 1,020,160 (CIFAR-10 model)",
-                Verdict(HOLDS if ok else DOES_NOT_HOLD,
-                        f"{counts['lenet5/mnist']:,}, {counts['fedd3_cnn/cifar10']:,}")))
+                Verdict(CONSISTENT if ok else INCONSISTENT,
+                        f"{counts['lenet5/mnist']:,}, {counts['fedd3_cnn/cifar10']:,}: our models' counts, no run")))
     for (ds, c), recs in sorted(runs.items()):
         clustered = [r for r in recs if r["clustering"]]
         if not clustered:
