@@ -99,4 +99,37 @@ def test_one_summary_row_per_record_against_the_official_code(tmp_path):
     write(tmp_path / "records", "fedx.json", record)
     text = render(tmp_path / "records", tmp_path / "none.yaml")
     row = next(line for line in text.splitlines() if line.startswith("| FedX (fedx) |"))
-    assert "| final acc. | 71.00 ± 1.00 (n=3) | 61.00 ± 1.00 (n=3) | -10.00 | ours lower | 2.00× (local training) |" in row
+    assert ("| final acc. | 71.00 ± 1.00 (n=3) | 61.00 ± 1.00 (n=3) | -10.00 | ours lower | none named yet | "
+            "2.00× (local training) |") in row
+    # a finding that lists the record in `explains` is named on its row
+    (tmp_path / "findings.yaml").write_text(yaml.safe_dump([{"id": "F9", "method": "FedX", "explains": ["fedx"],
+                                                             "what": "w", "resolution": "r"}]))
+    text = render(tmp_path / "records", tmp_path / "findings.yaml")
+    row = next(line for line in text.splitlines() if line.startswith("| FedX (fedx) |"))
+    assert "| ours lower | F9 | 2.00× (local training) |" in row
+
+
+def test_server_rows_show_curves_paired_differences_and_variants(tmp_path):
+    record = run_record([70.0, 72.0, 74.0], [71.0, 73.0, 75.0])
+    record["arms"]["ours_slow"] = {"fedavg": {"values": [50.0, 52.0, 54.0], "mean": 52.0}}
+    for arm, vals in (("ours", [60.0, 61.0, 65.0]), ("official", [62.0, 60.0, 66.0])):
+        record["arms"][arm]["final"] = {"values": vals, "mean": sum(vals) / 3}
+    record["curves"] = {"official": [[10.0, 50.0, 62.0], [10.0, 40.0, 60.0], [11.0, 55.0, 66.0]],
+                        "ours": [[10.0, 45.0, 60.0], [12.0, 50.0, 61.0], [10.0, 52.0, 65.0]]}
+    write(tmp_path / "records", "server-x.json", record)
+    text = render(tmp_path / "records", tmp_path / "none.yaml")
+    assert "| arm | epoch 1 | epoch 2 | epoch 3 |" in text
+    assert "seed 0: -2.00, seed 1: +1.00, seed 2: -1.00); mean -0.67." in text
+    assert "`ours_slow` against `official`" in text and "`ours` against `ours_slow`" not in text
+
+
+def test_a_record_of_how_far_an_official_loop_runs(tmp_path):
+    record = {"peer": "Release", "layer": "server: how far it runs", "harness": "h.py", "seeds": [0, 1], "arms": {},
+              "official": {"repo": "a/b", "commit": "0" * 40}, "settings": {"epochs": 3},
+              "runs": [{"seed": 0, "ms_seconds": 1.5, "epochs_done": 0,
+                        "stopped": {"stage": "epoch 1", "at": "x.py:61", "exception": "ValueError: v"}},
+                       {"seed": 1, "ms_seconds": 2.0, "epochs_done": 3, "stopped": None}]}
+    write(tmp_path / "records", "release.json", record)
+    text = render(tmp_path / "records", tmp_path / "none.yaml")
+    assert "| 0 | 1.5 | 0 | epoch 1 | `x.py:61`: ValueError: v |" in text
+    assert "| 1 | 2.0 | 3 | ran to the end | — |" in text

@@ -259,11 +259,35 @@ def import_isolated(root: Path, *modules: str, stubs: tuple[Stub, ...] = ()) -> 
 
 @contextlib.contextmanager
 def official_modules(name: str, *modules: str, extra_stubs: tuple[Stub, ...] = (),
-                     root: Path | None = None) -> Iterator[tuple]:
-    """``import_isolated`` on the checkout of ``OFFICIAL[name]`` with its stubs (plus ``extra_stubs``)."""
+                     root: Path | None = None, drop: tuple[Stub, ...] = ()) -> Iterator[tuple]:
+    """``import_isolated`` on the checkout of ``OFFICIAL[name]`` with its stubs (plus ``extra_stubs``, less ``drop``:
+    the modules a harness provides for real, e.g. kornia from :func:`real_kornia`)."""
     off = get(name)
-    with import_isolated(off.require(root), *modules, stubs=off.stubs + tuple(extra_stubs)) as mods:
+    stubs = tuple(s for s in off.stubs if s not in drop) + tuple(extra_stubs)
+    with import_isolated(off.require(root), *modules, stubs=stubs) as mods:
         yield mods
+
+
+KORNIA_SITE_NOTE = ("kornia installed outside the venv (`pip install --no-deps --target $OSFL_PEERS/_site kornia "
+                    "kornia_rs`): the official augmentations run as released")
+
+
+@contextlib.contextmanager
+def real_kornia(root: Path | None = None) -> Iterator[str]:
+    """kornia from ``$OSFL_PEERS/_site`` at the end of ``sys.path`` for the block (after the venv); yields its
+    version. :class:`MissingCheckout` (the line to run) when it is not installed there."""
+    site = (root or peers_root()) / "_site"
+    if not (site / "kornia").is_dir():
+        raise MissingCheckout(f"kornia not found in {site}: run `pip install --no-deps --target {site} kornia "
+                              "kornia_rs`")
+    saved = list(sys.path)
+    sys.path.append(str(site))
+    try:
+        import kornia
+
+        yield kornia.__version__
+    finally:
+        sys.path[:] = saved
 
 
 CPU_DEVICE_NOTE = ("device: tensor.cuda() and module.cuda() return self, tensor.to('cuda') stays on the CPU "

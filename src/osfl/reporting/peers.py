@@ -94,7 +94,35 @@ def _phase(key: str) -> str:
     return {"local": "local training", "condense": "condensation"}.get(phase, phase.replace("_", " "))
 
 
+def _pairs(arms: dict) -> list[tuple[str, str]]:
+    """The comparisons of a record: ``ours`` against every official arm, and each variant of ours (``ours_<name>``)
+    against ``official``."""
+    pairs = [("ours", a) for a in arms if a != "ours" and not a.startswith("ours_")] if "ours" in arms else []
+    return pairs + ([(a, "official") for a in arms if a.startswith("ours_")] if "official" in arms else [])
+
+
+def reach_section(name: str, record: dict) -> list[str]:
+    """A record of how far an official loop runs (``runs``: per seed its seconds and where it stopped)."""
+    lines = [f"### {record.get('peer', name)}: {record.get('layer', '')} ({name})", "",
+             f"Official code: {_official(record.get('official', {}))}; harness `{record.get('harness', '?')}`; "
+             "settings: " + "; ".join(f"{k} {v}" for k, v in record.get("settings", {}).items()), ""]
+    rows = []
+    for r in record["runs"]:
+        stop = r.get("stopped") or {}
+        rows.append([r["seed"], "—" if r.get("ms_seconds") is None else f"{r['ms_seconds']:.1f}",
+                     r.get("epochs_done", 0), stop.get("stage", "ran to the end"),
+                     f"`{stop['at']}`: {stop['exception']}" if stop else "—"])
+    lines += _table(["seed", "model stratification s", "epochs done", "stopped in", "where, and the exception"],
+                    rows)
+    shims = record.get("shims") or []
+    if shims:
+        lines += ["", "Shim: " + "; ".join(shims) + "."]
+    return lines + ([f"", f"Re-run: `{record['rerun']}`."] if record.get("rerun") else []) + [""]
+
+
 def run_section(name: str, record: dict) -> list[str]:
+    if not record.get("arms") and record.get("runs"):
+        return reach_section(name, record)
     arms, seeds = record["arms"], record["seeds"]
     official = record.get("official", {})
     lines = [f"### {record.get('peer', name)}: {record.get('layer', 'clients')} ({name})", "",
@@ -108,38 +136,61 @@ def run_section(name: str, record: dict) -> list[str]:
             + [format_spread(a[t]["values"], 1) if t in a else "—" for t in timers]
             for arm, a in arms.items()]
     lines += _table(["arm"] + [METRICS[m] for m in metrics] + [_phase(t) + " s" for t in timers], rows)
-    for other in [a for a in arms if a != "ours"] if "ours" in arms else []:
-        lines += ["", f"Ours against `{other}` (same seeds; spread = the larger sample std):", ""]
+    for mine, other in _pairs(arms):
+        lines += ["", f"`{mine}` against `{other}` (same seeds; spread = the larger sample std):", ""]
         rows = []
         for m in metrics:
-            if m in arms["ours"] and m in arms[other]:
-                v = compare(_side("ours", arms["ours"], m, seeds), _side(other, arms[other], m, seeds))
+            if m in arms[mine] and m in arms[other]:
+                v = compare(_side(mine, arms[mine], m, seeds), _side(other, arms[other], m, seeds))
                 rows.append([METRICS[m], AGREEMENT.get(v.verdict, v.label),
                              "; ".join(x for x in (v.evidence, v.reason, v.basis) if x)])
         for t in timers:
-            t_ours = arms["ours"].get(t, {}).get("mean")
+            t_ours = arms[mine].get(t, {}).get("mean")
             t_off = arms[other].get(t, {}).get("mean")
             if t_ours and t_off:
                 rows.append([f"{_phase(t)} time", f"ours {t_off / t_ours:.2f}× as fast",
                              f"{other} {t_off:.1f} s, ours {t_ours:.1f} s (mean over seeds, "
                              f"{record.get('settings', {}).get('threads', '?')} thread(s), this CPU)"])
         lines += _table(["metric", "result", "evidence"], rows)
+    lines += curves_section(record)
     if record.get("checks"):
         lines += ["", "Checks on the same runs' models (the official function and ours on the same tensors):", ""]
         lines += _checks_table(record["checks"])
     shims = record.get("shims") or []
     if shims:
         lines += ["", "Shim: " + "; ".join(shims) + "."]
-    rerun = RERUN.get(name + ".json")
+    rerun = record.get("rerun") or RERUN.get(name + ".json")
     return lines + ([f"", f"Re-run: `{rerun}`."] if rerun else []) + [""]
+
+
+def curves_section(record: dict) -> list[str]:
+    """A record's per-epoch test accuracy (``curves``: arm -> one list per seed), mean over seeds at a few epochs,
+    and the paired differences of the final accuracy (ours - official, per seed)."""
+    curves = record.get("curves") or {}
+    if not curves or not all(curves.values()):
+        return []
+    n = min(len(c) for runs in curves.values() for c in runs)
+    marks = sorted({1, *(max(1, round(n * f)) for f in (0.1, 0.25, 0.5, 0.75)), n})
+    rows = [[arm] + [format_spread([c[e - 1] for c in runs]) for e in marks] for arm, runs in curves.items()]
+    lines = ["", "Test accuracy per server epoch (mean ± std over the seeds):", ""]
+    lines += _table(["arm"] + [f"epoch {e}" for e in marks], rows)
+    arms = record["arms"]
+    if "ours" in arms and "official" in arms:
+        ours, off = arms["ours"]["final"]["values"], arms["official"]["final"]["values"]
+        diffs = [o - f for o, f in zip(ours, off)]
+        lines += ["", "Paired differences of the final accuracy, ours - official, per seed ("
+                  + ", ".join(f"seed {s}: {d:+.2f}" for s, d in zip(record["seeds"], diffs)) + f"); mean "
+                  f"{sum(diffs) / len(diffs):+.2f}."]
+    return lines
 
 
 HEADLINE = ("final", "ensemble", "client_acc_mean")  # a record's headline metric: the first that both sides have
 
 
-def summary_section(records: dict[str, dict]) -> list[str]:
+def summary_section(records: dict[str, dict], explained: dict[str, list[str]] | None = None) -> list[str]:
     """One row per record: ours against the official code as released (the arm ``official``) on the record's
-    headline metric, the difference and the spread verdict, and the first timed phase's ratio."""
+    headline metric, the difference and the spread verdict, the findings that explain it (``explained``: record name
+    -> finding ids, from the findings' ``explains`` lists), and the first timed phase's ratio."""
     rows = []
     for name, record in records.items():
         arms = record["arms"]
@@ -153,16 +204,19 @@ def summary_section(records: dict[str, dict]) -> list[str]:
         timer = next((t for t in sorted(ours) if t.endswith("_seconds") and t in off), None)
         ratio = (f"{off[timer]['mean'] / ours[timer]['mean']:.2f}× ({_phase(timer)})"
                  if timer and ours[timer].get("mean") else "—")
+        beyond = v.verdict in (HOLDS, DOES_NOT_HOLD)
+        named = ", ".join((explained or {}).get(name, []))
+        finding = named or ("none named yet" if beyond else "—")
         rows.append([f"{record.get('method', record.get('peer', name))} ({name})", METRICS[metric],
                      format_spread(off[metric]["values"]), format_spread(ours[metric]["values"]),
                      f"{v.difference:+.2f}" if v.difference is not None else "—",
-                     AGREEMENT.get(v.verdict, v.label), ratio, _official(record.get("official", {}))])
+                     AGREEMENT.get(v.verdict, v.label), finding, ratio, _official(record.get("official", {}))])
     if not rows:
         return []
     return (["Ours against the official code as released, one row per record (details and the other arms below; "
              "time ratio = official seconds / ours):", ""]
-            + _table(["record", "metric", "official", "ours", "difference", "result", "ours as fast as official",
-                      "official code"], rows) + [""])
+            + _table(["record", "metric", "official", "ours", "difference", "result", "finding",
+                      "ours as fast as official", "official code"], rows) + [""])
 
 
 def findings_section(findings: list[dict] | None) -> list[str]:
@@ -190,8 +244,13 @@ def render(records: Path, findings: Path) -> str:
     if not runs:
         out += ["Not run: " + "; ".join(f"`{cmd}`" for n, cmd in RERUN.items() if n != "equations.json") + ".", ""]
     records = {path.stem: json.loads(path.read_text()) for path in runs}
-    out += summary_section(records)
+    found = yaml.safe_load(findings.read_text()) if findings.exists() else None
+    explained: dict[str, list[str]] = {}
+    for f in found or []:
+        for rec in f.get("explains") or []:
+            explained.setdefault(rec, []).append(f["id"])
+    out += summary_section(records, explained)
     for name, record in records.items():
         out += run_section(name, record)
-    out += findings_section(yaml.safe_load(findings.read_text()) if findings.exists() else None)
+    out += findings_section(found)
     return "\n".join(out).rstrip("\n") + "\n"
