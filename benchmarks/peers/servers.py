@@ -409,6 +409,8 @@ def main(argv=None) -> None:
     p.add_argument("--add-variants", action="store_true",
                    help="run only the --variant arms, on the clients an earlier run left in --scratch, and add them "
                         "to its record (--out)")
+    p.add_argument("--merge", action="store_true",
+                   help="add this run's seeds to the record at --out (the same settings, other seeds)")
     p.add_argument("--scratch", type=Path, default=peers_root() / "work")
     p.add_argument("--out", type=Path, default=None,
                    help="default benchmarks/peers/records/server-<peer>-a<alpha>.json")
@@ -457,7 +459,31 @@ def main(argv=None) -> None:
     }
     if "final_client_weights" in (arms.get("official") or [{}])[0]:
         record["official_client_weights"] = [r["final_client_weights"] for r in arms["official"]]
+    if args.merge and out.exists():
+        record = merged(json.loads(out.read_text()), record)
     write_record(out, record)
+
+
+def merged(old: dict, new: dict) -> dict:
+    """``--merge``: the seeds of ``new`` added to ``old`` (the same command on other seeds, e.g. run in parallel);
+    refuses records whose settings differ or whose seeds overlap."""
+    if old["settings"] != new["settings"] or set(old["arms"]) != set(new["arms"]):
+        raise SystemExit("--merge: the record's settings or arms differ from this run's; write another --out")
+    if set(old["seeds"]) & set(new["seeds"]):
+        raise SystemExit(f"--merge: seeds {sorted(set(old['seeds']) & set(new['seeds']))} are in the record already")
+    seeds = old["seeds"] + new["seeds"]
+    out = {**old, "seeds": seeds}
+    for arm in old["arms"]:
+        out["arms"][arm] = {k: summary(old["arms"][arm][k]["values"] + new["arms"][arm][k]["values"])
+                            for k in old["arms"][arm]}
+        out["curves"][arm] = old["curves"][arm] + new["curves"][arm]
+    out["clients"] = {"client_acc_mean": summary(old["clients"]["client_acc_mean"]["values"]
+                                                 + new["clients"]["client_acc_mean"]["values"])}
+    if "official_client_weights" in old:
+        out["official_client_weights"] = old["official_client_weights"] + new.get("official_client_weights", [])
+    out["rerun"] = old["rerun"].split(" --seeds ")[0] + " --seeds " + " ".join(map(str, seeds)) + " --epochs" + \
+        old["rerun"].split(" --epochs", 1)[1]
+    return out
 
 
 def add_variants(out: Path, variants: dict[str, tuple[str, ...]], args) -> None:
