@@ -254,3 +254,26 @@ def test_one_naming_scheme_for_runs():
     assert seed_run("fmnist-2cc", 1, bare_seed=1) == "fmnist-2cc" and seed_run("fmnist-2cc", 1) == "fmnist-2cc-s1"
     runs = {"fmnist-dir0.5": "base", "fmnist-dir0.5-s2": "two", "fmnist-dir0.5-s0": "never read"}
     assert seed_runs(runs, "fmnist-dir0.5", seeds=[0, 1, 2], base_seed=0) == {0: "base", 2: "two"}
+
+
+def test_saved_figures_keep_every_text_inside_their_bounds(tmp_path):
+    """A title wider than the figure (the clipped suptitles of issue 74) is inside the saved file: the files are cut
+    to the tight bounding box, and no text reaches outside it."""
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    from osfl.reporting.figures import outside_texts, save_figure
+
+    fig = Figure(figsize=(3, 2))
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1])
+    fig.suptitle("The ensemble's test accuracy per server epoch (ours; mean over seeds), Fashion-MNIST, alpha 0.3")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)  # an Agg canvas to measure with
+    assert outside_texts(fig), "the title must reach outside the 3-inch figure for this test to mean anything"
+    png, _ = save_figure(fig, tmp_path / "wide")
+    tight = fig.get_tightbbox(fig.canvas.get_renderer()).transformed(fig.dpi_scale_trans)
+    assert outside_texts(fig, tight.padded(0.05 * fig.dpi)) == []
+    width = Image.open(png).size[0]
+    assert width > 3 * 150  # the file grew to hold the title (150 dpi)

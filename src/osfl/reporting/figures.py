@@ -1,12 +1,8 @@
 """Result figures with matplotlib, each written as ``<stem>.png`` (150 dpi) and ``<stem>.pdf``.
 
-The figures are drawn on a bare :class:`matplotlib.figure.Figure` (Agg canvas for the PNG, the PDF
-backend for the PDF), never through ``pyplot``, so no global backend or figure state is touched,
-and under matplotlib's default style so a user's ``matplotlibrc`` does not change the output.
-Timestamps and software tags are left out of the file metadata, which makes re-running with the
-same matplotlib version give byte-identical files (checked by the tests).
-"""
-
+Drawn on a bare :class:`matplotlib.figure.Figure`, never through ``pyplot`` (no global backend or figure state),
+under matplotlib's default style (a user's ``matplotlibrc`` changes nothing), with no timestamps or software tags in
+the metadata: the same matplotlib version gives byte-identical files."""
 from __future__ import annotations
 
 import contextlib
@@ -15,10 +11,11 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.style
+import matplotlib.text
 from matplotlib.figure import Figure
 
 __all__ = ["PNG_DPI", "bar_chart", "bubble_panels", "curve_panels", "curves", "grouped_bar_panels", "heatmap", "image_rows",
-           "ours_vs_paper", "save_figure"]
+           "outside_texts", "ours_vs_paper", "save_figure"]
 
 PNG_DPI = 150
 
@@ -34,14 +31,25 @@ def _style():
         yield
 
 
+def outside_texts(fig: Figure, bbox=None) -> list[str]:
+    """The visible texts of ``fig`` reaching outside ``bbox`` (display units; default the figure) by over a pixel."""
+    renderer, area = fig.canvas.get_renderer(), bbox if bbox is not None else fig.bbox
+    undrawn = {id(tick.label1) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in axis.get_major_ticks()
+               if not min(axis.get_view_interval()) <= tick.get_loc() <= max(axis.get_view_interval())}
+    exts = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(matplotlib.text.Text)
+            if t.get_visible() and t.get_text().strip() and id(t) not in undrawn]
+    return [s for s, e in exts if e.x0 < area.x0 - 1 or e.y0 < area.y0 - 1 or e.x1 > area.x1 + 1 or e.y1 > area.y1 + 1]
+
+
 def save_figure(fig: Figure, out_stem: Path) -> list[Path]:
-    """Write ``fig`` as ``<out_stem>.png`` and ``<out_stem>.pdf``; creates parent folders."""
+    """Write ``fig`` as ``<out_stem>.png`` and ``<out_stem>.pdf`` (parent folders created), cut to its tight bounding
+    box: every title, label and legend inside, nothing clipped (issue 74)."""
     out_stem = Path(out_stem)
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     png = out_stem.with_name(out_stem.name + ".png")
     pdf = out_stem.with_name(out_stem.name + ".pdf")
-    fig.savefig(png, format="png", dpi=PNG_DPI, metadata=_PNG_METADATA)
-    fig.savefig(pdf, format="pdf", metadata=_PDF_METADATA)
+    fig.savefig(png, format="png", dpi=PNG_DPI, metadata=_PNG_METADATA, bbox_inches="tight", pad_inches=0.05)
+    fig.savefig(pdf, format="pdf", metadata=_PDF_METADATA, bbox_inches="tight", pad_inches=0.05)
     return [png, pdf]
 
 

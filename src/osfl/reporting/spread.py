@@ -6,8 +6,8 @@ Seeds. A pipeline that repeats a run with other seeds names each repeat ``<run>-
 and n (:func:`mean_std`, :func:`format_spread`).
 
 Verdicts. Each claim of a paper that our runs can test gets one :class:`Verdict`: ``holds``, ``does not hold``,
-``within spread``, ``not judged`` (with its reason), ``not run`` or ``not testable here``, and keeps its evidence:
-the numbers it was decided from. A comparison "A is above B" (:func:`compare`) follows these rules:
+``within spread``, ``not judged`` (with its reason), ``not run`` or ``not testable here``, with the numbers it was
+decided from (its evidence). A comparison "A is above B" (:func:`compare`) follows these rules:
 
 1. Same seeds only. Each side is a mapping seed -> value (:class:`Side`); only the seeds both sides have count, and
    the evidence names them and their number n. No common seed: ``not judged: no common seed``.
@@ -24,9 +24,9 @@ A claim made of several comparisons (every column, every rival) combines them wi
 when any part does not hold (one counter-example is enough), ``holds`` when every part holds, else ``within spread``
 when any part is, else ``not judged``; parts that did not run are left out of the decision (and named); none ran:
 ``not run``. :func:`above_all` is "A above every rival" (the claimed best; ``below=True``: the claimed worst).
-Claims that are not comparisons of our runs (a count, a formula, a clustering's shape) keep their own test, but take
-``not judged`` from degenerate inputs all the same. The spread describes seed and epoch noise; it is not a
-significance test.
+Claims that are not comparisons of our runs keep their own test and take ``not judged`` from degenerate inputs;
+the paper's own arithmetic (its formulas, its counts) reads ``consistent`` or ``inconsistent``, never ``holds``.
+The spread describes seed and epoch noise; it is not a significance test.
 """
 from __future__ import annotations
 
@@ -38,10 +38,10 @@ from typing import Any
 
 from .naming import seed_run
 
-__all__ = ["CHANCE_MARGIN", "CONSISTENT", "DOES_NOT_HOLD", "INCONSISTENT", "HOLDS", "MIN_SEEDS", "NOT_JUDGED", "NOT_RUN", "NOT_TESTABLE", "VERDICTS",
-           "WITHIN", "Side", "Verdict", "above_all", "clients_at_chance", "compare", "constant_samples",
-           "count_verdicts", "curve_at_chance", "every", "format_spread", "late_half", "mean_std", "on_seeds", "regime_failure",
-           "seed_runs", "seed_values", "swing", "values_of", "verdict_label"]
+__all__ = ["CHANCE_MARGIN", "CONSISTENT", "DOES_NOT_HOLD", "INCONSISTENT", "HOLDS", "MIN_SEEDS", "NOT_JUDGED",
+           "NOT_RUN", "NOT_TESTABLE", "VERDICTS", "WITHIN", "Side", "Verdict", "above_all", "clients_at_chance",
+           "compare", "constant_samples", "count_verdicts", "curve_at_chance", "every", "format_spread", "late_half",
+           "mean_std", "on_seeds", "regime_failure", "seed_runs", "seed_values", "swing", "values_of", "verdict_label"]
 
 
 def seed_runs(runs: Mapping[str, Any], name: str, seeds: Iterable = (), base_seed: Any = 0) -> dict[Any, Any]:
@@ -98,18 +98,14 @@ def mean_std(values) -> tuple[float, float, int]:
 def format_spread(values, precision: int = 2) -> str:
     """``"58.65 ± 1.20 (n=3)"`` for more than one value, the plain number for one, ``"—"`` for none."""
     mean, std, n = mean_std(values)
-    if n == 0:
-        return "\u2014"
-    if n == 1:
-        return f"{mean:.{precision}f}"
+    if n <= 1:
+        return f"{mean:.{precision}f}" if n else "\u2014"
     return f"{mean:.{precision}f} \u00b1 {std:.{precision}f} (n={n})"
 
 
 HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED = "holds", "does not hold", "within spread", "not judged"
 NOT_RUN, NOT_TESTABLE = "not run", "not testable here"
-# a check of the paper's own numbers against each other (its formulas, its parameter counts): arithmetic, no run,
-# so never "holds" (a verdict on runs needs n >= 3 seeds)
-CONSISTENT, INCONSISTENT = "consistent", "inconsistent"
+CONSISTENT, INCONSISTENT = "consistent", "inconsistent"  # the paper's own numbers checked: arithmetic, no run
 VERDICTS = (HOLDS, DOES_NOT_HOLD, WITHIN, NOT_JUDGED, NOT_RUN, NOT_TESTABLE, CONSISTENT, INCONSISTENT)
 CHANCE_MARGIN = 1.0  # points of accuracy around 100 / classes that count as chance
 MIN_SEEDS = 3  # common seeds a comparison needs before it is decided
@@ -127,9 +123,8 @@ VERDICT_RULE = (
     "server curve that never leaves chance after epoch 0 (the model before server training never counts) or whose "
     "final epoch is back at chance, a failed regime guard or a final accuracy below its floor, a generator whose "
     "samples are constant. A claim over several comparisons does not hold when one of them does not, holds when all "
-    "do, and is else within spread (or not judged). A check of the paper's own numbers against each other (its "
-    "formulas, its parameter counts) rests on no run: it reads \"consistent\" or \"inconsistent\", never \"holds\". "
-    "Code: src/osfl/reporting/spread.py.")
+    "do, and is else within spread (or not judged). A check of the paper's own arithmetic (its formulas, its counts) "
+    "rests on no run: \"consistent\" or \"inconsistent\", never \"holds\". Code: src/osfl/reporting/spread.py.")
 
 
 @dataclass(frozen=True)
