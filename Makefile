@@ -17,7 +17,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 PAPERS := fedhydra fedmho hfldd ofeded benchmark
 
-.PHONY: install repro verify $(PAPERS) report deps check-deps lock test bench dag farm clean-venv hooks
+.PHONY: install repro verify $(PAPERS) report deps check-deps lock test test-fast bench dag farm clean-venv hooks
 
 install: $(VENV)/.installed
 
@@ -94,6 +94,10 @@ lock:
 
 test: install
 	$(BIN)/python -m pytest
+
+# the fast lane: every test but the end-to-end pipeline runs (marker `slow`, pyproject.toml)
+test-fast: install
+	$(BIN)/python -m pytest -m "not slow"
 
 # make farm PIPELINE=papers/fedhydra/dvc.yaml STAGES='server@*' [FARM_ARGS='--address auto']: the stale stages on Ray
 PIPELINE ?= dvc.yaml
