@@ -127,6 +127,13 @@ def stage_runner(work: Path, *extra: str) -> Callable[..., None]:
     return stage
 
 
+def fresh_dir(work: Path) -> Path:
+    """``work`` emptied for a new run of a seed (whatever an earlier run left there is removed)."""
+    if work.exists():
+        shutil.rmtree(work)
+    return work
+
+
 def write_record(path: Path, record: dict) -> None:
     """A harness's record as the report reads it (sorted keys, one space of indent)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -372,9 +379,7 @@ def main(argv=None) -> None:
     data_root = torchvision_root(args.scratch / "torchvision")
     arms: dict[str, list[dict]] = {**{a: [] for a in args.arms}, "ours": []}
     for seed in args.seeds:
-        work = args.scratch / f"clients-s{seed}"
-        if work.exists():
-            shutil.rmtree(work)
+        work = fresh_dir(args.scratch / f"clients-s{seed}")
         t = time.perf_counter()
         arms["ours"].append(our_run(work, seed, args))
         part = json.loads((work / "data" / "partitions" / "peer" / "partition.json").read_text())

@@ -50,7 +50,6 @@ import io
 import json
 import os
 import re
-import shutil
 import sys
 import time
 import types
@@ -61,7 +60,7 @@ import torch
 import yaml
 from torch.utils.data import DataLoader, TensorDataset
 
-from .clients import FMNIST_DEBIAN, REPO, stage_runner, summary, torchvision_root, write_record
+from .clients import FMNIST_DEBIAN, REPO, fresh_dir, stage_runner, summary, torchvision_root, write_record
 from .official import CPU_DEVICE_NOTE, OFFICIAL, cpu_device, official_modules
 
 PEER = "FedMHO"
@@ -495,9 +494,7 @@ def main(argv=None) -> None:
         rows["md"]["ours_cleaning_none"] = []
     clients = []
     for seed in args.seeds:
-        work = args.scratch / f"fedmho-server-s{seed}"
-        if work.exists():
-            shutil.rmtree(work)
+        work = fresh_dir(args.scratch / f"fedmho-server-s{seed}")
         t = time.perf_counter()
         ours = our_run(work, seed, args)
         clients.append(ours["clients"])

@@ -50,7 +50,6 @@ import inspect
 import io
 import json
 import os
-import shutil
 import sys
 import time
 import warnings
@@ -61,7 +60,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from .clients import FMNIST_DEBIAN, REPO, our_clients, summary, write_record
+from .clients import FMNIST_DEBIAN, REPO, fresh_dir, our_clients, summary, write_record
 from .official import OFFICIAL, official_modules, peers_root, statement_line, tracing
 
 PEER = "otfusion"
@@ -416,9 +415,7 @@ def main(argv=None) -> None:
     arms: dict[str, list[dict]] = {**{a: [] for a in args.arms}, "ours": []}
     checks = []
     for seed in args.seeds:
-        work = args.scratch.resolve() / f"ot-s{seed}"
-        if work.exists():
-            shutil.rmtree(work)
+        work = fresh_dir(args.scratch.resolve() / f"ot-s{seed}")
         t = time.perf_counter()
         arms["ours"].append(our_run(work, seed, args))
         client_acc = arms["ours"][-1]["client_acc_mean"]

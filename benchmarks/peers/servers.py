@@ -34,20 +34,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import logging
 import os
 import shutil
-import sys
 import time
 import types
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from .clients import FMNIST_DEBIAN, our_clients, stage_runner, summary, torchvision_root, write_record
+from .clients import FMNIST_DEBIAN, fresh_dir, our_clients, stage_runner, summary, torchvision_root, write_record
 from .official import CPU_DEVICE_NOTE, KORNIA, KORNIA_SITE_NOTE, OFFICIAL, cpu_device, official_modules, peers_root, real_kornia
 
 REPO = Path(__file__).resolve().parents[2]
@@ -426,9 +423,7 @@ def main(argv=None) -> None:
     arms: dict[str, list[dict]] = {a: [] for a in [*args.arms, *variants]}
     clients = []
     for seed in args.seeds:
-        work = args.scratch / f"server-{tag}-a{args.alpha:g}-s{seed}"
-        if work.exists():
-            shutil.rmtree(work)
+        work = fresh_dir(args.scratch / f"server-{tag}-a{args.alpha:g}-s{seed}")
         t = time.perf_counter()
         ours = our_side(work, seed, args)
         clients.append(ours["client_acc_mean"])

@@ -117,7 +117,7 @@ def reach_section(name: str, record: dict) -> list[str]:
     shims = record.get("shims") or []
     if shims:
         lines += ["", "Shim: " + "; ".join(shims) + "."]
-    return lines + ([f"", f"Re-run: `{record['rerun']}`."] if record.get("rerun") else []) + [""]
+    return lines + (["", f"Re-run: `{record['rerun']}`."] if record.get("rerun") else []) + [""]
 
 
 def run_section(name: str, record: dict) -> list[str]:
@@ -160,7 +160,7 @@ def run_section(name: str, record: dict) -> list[str]:
     if shims:
         lines += ["", "Shim: " + "; ".join(shims) + "."]
     rerun = record.get("rerun") or RERUN.get(name + ".json")
-    return lines + ([f"", f"Re-run: `{rerun}`."] if rerun else []) + [""]
+    return lines + (["", f"Re-run: `{rerun}`."] if rerun else []) + [""]
 
 
 def curves_section(record: dict) -> list[str]:
