@@ -42,6 +42,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 from typing import Callable
 
@@ -270,25 +271,28 @@ def fedavg_and_ensemble(weights, members, make, average_weights, Ensemble, test,
     return float(fedavg), float(ensemble)
 
 
+def _no_vit(root: Path) -> dict:
+    mod = types.ModuleType("models.vit")
+    mod.deit_tiny_patch16_224 = None  # the "vit" model only; its module imports torch._six, gone from torch
+    return {"models.vit": mod}
+
+
+#: what importing DENSE's loop_df_fl.py needs (its __main__ block, the only user of both, never runs)
+LOOP_DF_FL_STUBS = (
+    Stub(("wandb",), lambda root: {"wandb": types.ModuleType("wandb")},
+         "wandb stub: an empty module (the script logs to wandb under __main__ only)"),
+    Stub(("models.vit",), _no_vit, "models.vit stub: no ViT (it imports torch._six, removed from torch; only "
+                                   "--model vit uses it)"))
+
+
 def dense_run(partition: dict, seed: int, args, *, arm: str, data_root: Path) -> dict:
     """DENSE's official pre-training (``loop_df_fl.py --type pretrain``: its ``LocalUpdate``, ``average_weights``,
     ``Ensemble`` and ``test``, the fmnist data of ``helpers/datasets.py``, ``CNNMnist``) on our partition."""
-    import types
-
     from torchvision import datasets
 
     torch.set_num_threads(args.threads)
-    def vit(root):
-        mod = types.ModuleType("models.vit")
-        mod.deit_tiny_patch16_224 = None  # the "vit" model only; its module imports torch._six, gone from torch
-        return {"models.vit": mod}
-
-    stubs = (Stub(("wandb",), lambda root: {"wandb": types.ModuleType("wandb")},
-                  "wandb stub: an empty module (the script logs to wandb under __main__ only)"),
-             Stub(("models.vit",), vit, "models.vit stub: no ViT (it imports torch._six, removed from torch; only "
-                                         "--model vit uses it)"))
     with official_modules("DENSE", "loop_df_fl", "helpers.datasets", "helpers.utils", "models.nets",
-                          extra_stubs=stubs) as (loop, ds, utils, nets), cpu_device(), contextlib.redirect_stdout(
+                          extra_stubs=LOOP_DF_FL_STUBS) as (loop, ds, utils, nets), cpu_device(), contextlib.redirect_stdout(
                               io.StringIO()):
         ds.datasets = types.SimpleNamespace(FashionMNIST=lambda _root, **kw: datasets.FashionMNIST(
             str(data_root), download=False, **kw))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import logging
 import os
 import shutil
 import time
@@ -26,7 +25,7 @@ import torch
 from .clients import summary, write_record
 from .official import (CPU_DEVICE_NOTE, ICDE_HELPERS, KORNIA, KORNIA_SITE_NOTE, OFFICIAL, cpu_device,
                        official_modules, peers_root, real_kornia)
-from .servers import _plain_tqdm, client_models, fresh_student, no_workers
+from .servers import _plain_tqdm, client_models, fresh_student, no_workers, silent_logger
 
 REPO = Path(__file__).resolve().parents[2]
 PEER = "ICDE2025-FL-SA"
@@ -80,10 +79,7 @@ def run_seed(work: Path, seed: int, args) -> dict:
             members = client_models(work)
             fed_main.model_list = members
             student = fresh_student(work)
-            log = logging.getLogger("osfl.peers.fedhydra")
-            log.handlers[:] = [logging.NullHandler()]
-            log.propagate = False
-            a = argparse.Namespace(timestr="peer", flogger=log, epochs=args.epochs, g_steps=args.g_steps,
+            a = argparse.Namespace(timestr="peer", flogger=silent_logger(), epochs=args.epochs, g_steps=args.g_steps,
                                    T=1.0, kl_alpha1=0.0, kl_alpha2=1.0)
             generator = gen.Generator(nz=256, ngf=args.ngf, img_size=28, nc=1)
             stage = "SASynthesizer.__init__ (model stratification: access_teacher_models -> interview)"

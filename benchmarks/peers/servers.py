@@ -39,12 +39,11 @@ import logging
 import os
 import shutil
 import time
-import types
 from pathlib import Path
 
 import torch
 
-from .clients import FMNIST_DEBIAN, fresh_dir, our_clients, stage_runner, summary, torchvision_root, write_record
+from .clients import FMNIST_DEBIAN, LOOP_DF_FL_STUBS, fresh_dir, our_clients, stage_runner, summary, torchvision_root, write_record
 from .official import CPU_DEVICE_NOTE, KORNIA, KORNIA_SITE_NOTE, OFFICIAL, cpu_device, official_modules, peers_root, real_kornia
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,6 +96,7 @@ DENSE_SHIMS = [
     "fmnist transforms give them)",
     "loop_df_fl.tqdm and helpers.synthesizers.tqdm: the plain iterator; vutils.save_image of '1.png' into the "
     "scratch folder",
+    *(stub.note for stub in LOOP_DF_FL_STUBS),
     KORNIA_SITE_NOTE,
 ]
 
@@ -109,12 +109,10 @@ class NormalisedView(torch.nn.Module):
         self.model, self.mean, self.std = model, mean, std
 
     def forward(self, x, return_features=False):
+        if not isinstance(return_features, bool):  # WEnsemble(images, labels): fails as the official models do
+            raise RuntimeError("return_features must be a bool")
         out = self.model(x * self.std + self.mean)
-        if isinstance(return_features, bool) and return_features:
-            return out, out
-        if not isinstance(return_features, bool):
-            raise RuntimeError("return_features must be a bool")  # WEnsemble(images, labels): as the official
-        return out
+        return (out, out) if return_features else out
 
 
 @contextlib.contextmanager
@@ -276,15 +274,14 @@ def dense_official(work: Path, seed: int, args, data_root: Path) -> dict:
     scratch = work / "official-pool"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
-    quiet = types.ModuleType("wandb")
-    quiet.init = quiet.log = lambda *a, **k: None
     cwd = os.getcwd()
     os.chdir(scratch)  # vutils.save_image('1.png') lands in the scratch folder
     try:
-        with real_kornia(), official_modules("DENSE", "helpers.utils", "helpers.synthesizers", "models.generator",
+        with real_kornia(), official_modules("DENSE", "loop_df_fl", "helpers.utils", "helpers.synthesizers",
+                                             "models.generator", extra_stubs=LOOP_DF_FL_STUBS,
                                              drop=(KORNIA,)) as mods, cpu_device(), no_workers():
-            utils, synth, gen = mods
-            synth.tqdm = _plain_tqdm
+            loop, utils, synth, gen = mods
+            loop.tqdm = synth.tqdm = _plain_tqdm
             utils.setup_seed(seed)
             members = client_models(work)
             student = fresh_student(work)
@@ -292,7 +289,7 @@ def dense_official(work: Path, seed: int, args, data_root: Path) -> dict:
 
             x_test, y_test = official_test(T.Compose([T.ToTensor()]), data_root)
             s = PEERS["DENSE"]["server"]
-            teacher = _DenseEnsemble(members)
+            teacher = loop.Ensemble(members)
             generator = gen.Generator(nz=s["nz"], ngf=args.ngf, img_size=28, nc=1)
             synthesizer = synth.AdvSynthesizer(teacher, members, student, generator, nz=s["nz"], num_classes=10,
                                                img_size=(1, 28, 28), iterations=args.g_steps, lr_g=s["lr_g"],
@@ -305,7 +302,7 @@ def dense_official(work: Path, seed: int, args, data_root: Path) -> dict:
             curve, t0 = [], time.perf_counter()
             for epoch in range(args.epochs):
                 synthesizer.gen_data(epoch)
-                _dense_kd_train(synthesizer, [student, teacher], criterion, optimizer)
+                loop.kd_train(synthesizer, [student, teacher], criterion, optimizer)
                 curve.append(round(accuracy(student, x_test, y_test), 4))
                 student.train()
             seconds = time.perf_counter() - t0
@@ -313,33 +310,6 @@ def dense_official(work: Path, seed: int, args, data_root: Path) -> dict:
         os.chdir(cwd)
     shutil.rmtree(scratch, ignore_errors=True)
     return {"final": curve[-1], "best": max(curve), "server_seconds": round(seconds, 3), "curve": curve}
-
-
-class _DenseEnsemble(torch.nn.Module):
-    """loop_df_fl.Ensemble (the mean of the members' logits), re-stated because loop_df_fl.py parses its arguments
-    and imports wandb at module level; the synthesizer builds its own Ensemble_A from helpers.synthesizers."""
-
-    def __init__(self, members):
-        super().__init__()
-        self.models = members
-
-    def forward(self, x):
-        return sum(m(x) for m in self.models) / len(self.models)
-
-
-def _dense_kd_train(synthesizer, model, criterion, optimizer):
-    """loop_df_fl.kd_train's steps without its progress bar and running accuracy (display only)."""
-    student, teacher = model
-    student.train()
-    teacher.eval()
-    for images in synthesizer.get_data():
-        optimizer.zero_grad()
-        with torch.no_grad():
-            t_out = teacher(images)
-        s_out = student(images.detach())
-        loss_s = criterion(s_out, t_out.detach())
-        loss_s.backward()
-        optimizer.step()
 
 
 class _plain_tqdm:
