@@ -29,6 +29,7 @@ import yaml
 from ..provenance.lineage import AGREE, check as lineage
 from .published import load_artifacts
 from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts, verdict_label
+from .layout import fit_table, short_caption
 from .tables import escape_latex
 
 #: The papers in the report's order (the issues' order), with their folder under ``papers/``.
@@ -45,9 +46,10 @@ PREAMBLE = r"""\documentclass[10pt,a4paper]{article}
 \usepackage[hidelinks]{hyperref}
 \setcounter{tocdepth}{1}
 \newsavebox{\fitbox}
-% a tabular wider than the line is scaled down to it; a narrower one stays as it is
-\newcommand{\fitwidth}[1]{\sbox{\fitbox}{#1}\ifdim\wd\fitbox>\linewidth\resizebox{\linewidth}{!}{\usebox{\fitbox}}%
-\else\usebox{\fitbox}\fi}
+% a tabular wider than the line is scaled down to it, never below 0.7 (7-pt type: osfl.reporting.layout splits a
+% wider one into column groups first); a narrower one stays as it is
+\newcommand{\fitwidth}[1]{\sbox{\fitbox}{#1}\ifdim0.7\wd\fitbox>\linewidth\makebox[\linewidth]{\scalebox{0.7}{\usebox{\fitbox}}}%
+\else\ifdim\wd\fitbox>\linewidth\resizebox{\linewidth}{!}{\usebox{\fitbox}}\else\usebox{\fitbox}\fi\fi}
 """
 
 
@@ -83,12 +85,6 @@ def load_paper(folder: Path) -> Paper:
                                 f"`cd {folder} && dvc repro -s render`)")
     return Paper(folder.name, folder, _title(folder), load_artifacts(folder / "published"),
                  _json(reports / "status.json", {}), _json(reports / "claims.json", []))
-
-
-def _fit_tables(tex: str) -> str:
-    """A rendered table's LaTeX with each tabular scaled down to the line width where it is wider."""
-    return re.sub(r"(\\begin\{tabular\}.*?\\end\{tabular\})", lambda m: "\\fitwidth{" + m.group(1) + "}", tex,
-                  flags=re.S)
 
 
 _CELL = re.compile(r"(?<!\\)&")
@@ -131,18 +127,20 @@ def drop_unrun_columns(tex: str) -> str | None:
 
 def _table(tex: str) -> str | None:
     """A rendered table as the report places it: columns without a number of ours left out
-    (:func:`drop_unrun_columns`; None: nothing of ours), fitted to the line, kept where it stands."""
+    (:func:`drop_unrun_columns`; None: nothing of ours), set at 7 pt or more with a caption of at most three lines
+    (:func:`.layout.fit_table`), kept where it stands."""
     body = drop_unrun_columns(tex)
-    return None if body is None else _fit_tables(body).replace(r"\begin{table}", r"\begin{table}[H]")
+    return None if body is None else fit_table(body).replace(r"\begin{table}", r"\begin{table}[H]")
 
 
 def _figure(pdf: Path, local: Path, caption: str, height: str) -> list[str]:
     """``pdf`` copied into the build folder as ``local`` and placed where it stands, at most ``height`` of the text
     height, with ``caption`` (plain text)."""
     shutil.copyfile(pdf, local)
+    lead, rest = short_caption(escape_latex(caption))
     return [r"\begin{figure}[H]", r"\centering",
             rf"\includegraphics[width=\linewidth,height={height}\textheight,keepaspectratio]{{{local.name}}}",
-            r"\caption{" + escape_latex(caption) + "}", r"\end{figure}"]
+            r"\caption{" + lead + "}"] + ([r"{\footnotesize " + rest + r"\par}"] if rest else []) + [r"\end{figure}"]
 
 
 def closeness_section(papers: list[Paper], build: Path) -> list[str]:

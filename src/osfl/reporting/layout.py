@@ -1,0 +1,150 @@
+r"""How the report (:mod:`osfl.reporting.book`) sets a rendered table or figure on its page: a readable size and a
+short caption.
+
+Tables. The natural width of a ``tabular`` is estimated from its cells: the visible characters of the widest cell
+of each column (LaTeX commands, braces and ``$`` left out) times :data:`CHAR_PT`, the mean width of a character of
+the 10-pt Computer Modern the report is set in, plus the column padding (:data:`PAD_PT`). Then:
+
+* it fits the line (:data:`LINE_PT`, A4 with 18-mm margins): set as it is;
+* it fits when scaled to :data:`MIN_SCALE` (7 pt of 10): scaled down to the line (``\fitwidth``);
+* it is wider: split into column groups that each fit at that scale, the row labels (first column) repeated in
+  each group, the groups one under another in the same table (:func:`split_wide`).
+
+``\fitwidth`` (the book's preamble) never scales below :data:`MIN_SCALE`: a table the estimate got wrong overflows
+the margin rather than setting its text below 7 pt.
+
+Captions. At most :data:`CAPTION_CHARS` visible characters, about three lines of the page: the caption's leading
+sentences that fit (or its first words, ending in "…"); the rest is not lost, it moves to a note in small type under
+the table or figure (:func:`short_caption`).
+"""
+from __future__ import annotations
+
+import re
+
+__all__ = ["CAPTION_CHARS", "CHAR_PT", "LINE_PT", "MIN_SCALE", "PAD_PT", "fit_table", "natural_width",
+           "short_caption", "split_wide", "visible"]
+
+LINE_PT = 494.0  # A4 (597.5 pt) less two 18-mm margins (51 pt each)
+MIN_SCALE = 0.7  # 7-pt text in a 10-pt table: the smallest the report sets
+CHAR_PT = 5.0  # mean advance of a 10-pt Computer Modern character (digits are 5.0 pt, lower case 4.4-5.5)
+PAD_PT = 12.0  # 2 x \tabcolsep (6 pt)
+CAPTION_CHARS = 280  # about three lines of a 10-pt caption on the line width
+
+_CELL = re.compile(r"(?<!\\)&")
+_WRAPPER = re.compile(r"\\[A-Za-z]+\*?(?=\{)")  # \textbf{...}: prints its argument only
+_COMMAND = re.compile(r"\\[A-Za-z]+\*?|\\.")
+_TABULAR = re.compile(r"\\begin\{tabular\}\{([a-z|]+)\}\n(.*?)\n\\end\{tabular\}", flags=re.S)
+
+
+def visible(tex: str) -> str:
+    """The characters a LaTeX fragment prints, roughly: commands that wrap an argument, braces and math shifts
+    left out, other commands (``\\pm``, ``\\%``) counted as one character."""
+    return re.sub(r"[{}$]", "", _COMMAND.sub("x", _WRAPPER.sub("", tex.replace(r"\\", ""))))
+
+
+def _rows(body: list[str]) -> dict[int, list[str]] | None:
+    """``{line index: cells}`` of a tabular's rows (rules left out); None when the rows have different counts."""
+    rows = {i: [c.strip() for c in _CELL.split(line.rstrip().removesuffix("\\\\"))] for i, line in enumerate(body)
+            if not line.lstrip().startswith(("\\toprule", "\\midrule", "\\bottomrule"))}
+    return rows if rows and len({len(c) for c in rows.values()}) == 1 else None
+
+
+def _widths(rows: dict[int, list[str]]) -> list[float]:
+    n = len(next(iter(rows.values())))
+    return [max(len(visible(cells[j])) for cells in rows.values()) * CHAR_PT + PAD_PT for j in range(n)]
+
+
+def natural_width(tabular: str) -> float | None:
+    """The estimated natural width in pt of the first tabular in ``tabular`` (see the module docstring); None when
+    it has none or its rows have different numbers of cells."""
+    m = _TABULAR.search(tabular)
+    rows = _rows(m.group(2).split("\n")) if m else None
+    return sum(_widths(rows)) if rows else None
+
+
+def split_wide(tex: str, limit: float = LINE_PT / MIN_SCALE) -> str:
+    """``tex`` with its first tabular split into column groups of at most ``limit`` pt each (the first column
+    repeated in every group), set one under another; as it is when it fits or cannot be parsed."""
+    m = _TABULAR.search(tex)
+    if not m:
+        return tex
+    spec, body = m.group(1), m.group(2).split("\n")
+    rows = _rows(body)
+    if rows is None or len(spec) != len(next(iter(rows.values()))):
+        return tex
+    widths = _widths(rows)
+    if sum(widths) <= limit:
+        return tex
+    groups: list[list[int]] = [[]]
+    for j in range(1, len(spec)):
+        if groups[-1] and widths[0] + sum(widths[k] for k in groups[-1]) + widths[j] > limit:
+            groups.append([])
+        groups[-1].append(j)
+    parts = []
+    for group in groups:
+        keep = [0, *group]
+        lines = [line if i not in rows else " & ".join(rows[i][j] for j in keep) + " \\\\"
+                 for i, line in enumerate(body)]
+        parts.append("\\begin{tabular}{" + "".join(spec[j] for j in keep) + "}\n" + "\n".join(lines)
+                     + "\n\\end{tabular}")
+    return tex[:m.start()] + "\n\\par\\medskip\n".join(parts) + tex[m.end():]
+
+
+def _brace_end(text: str, start: int) -> int:
+    """The index of the brace closing the group that opens at ``text[start] == '{'``."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "{" and text[i - 1] != "\\":
+            depth += 1
+        elif text[i] == "}" and text[i - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError("unbalanced braces in a caption")
+
+
+def _balanced(tex: str) -> bool:
+    """No brace group of ``tex`` is left open (a cut there keeps the LaTeX whole)."""
+    unescaped = re.sub(r"\\.", "", tex)
+    return unescaped.count("{") == unescaped.count("}")
+
+
+def short_caption(caption: str, limit: int = CAPTION_CHARS) -> tuple[str, str]:
+    """(a caption of at most ``limit`` visible characters, the rest): the leading sentences that fit, else the
+    first words and "…"; the rest is "" when the whole caption fits. A cut never falls inside a brace group."""
+    if len(visible(caption)) <= limit:
+        return caption, ""
+    ends = [m.end() for m in re.finditer(r"[.;:](?=\s)", caption)
+            if len(visible(caption[:m.end()])) <= limit and _balanced(caption[:m.end()])]
+    if ends:
+        return caption[:ends[-1]].rstrip(), caption[ends[-1]:].strip()
+    words = caption.split(" ")
+    head: list[str] = []
+    while words and (len(visible(" ".join([*head, words[0]]))) <= limit - 1 or not _balanced(" ".join(head))):
+        head.append(words.pop(0))
+    if not head:  # one unbroken word longer than the limit: keep it whole
+        head.append(words.pop(0))
+    if not words:
+        return caption, ""
+    return " ".join(head) + "\u2026", "\u2026" + " ".join(words)
+
+
+def fit_table(tex: str) -> str:
+    r"""A rendered table (one ``table`` environment) as the report sets it: its tabular split into column groups
+    where even 7-pt type would not fit the line (:func:`split_wide`), every tabular wrapped in ``\fitwidth``, and a
+    caption longer than three lines cut to its lead, the rest in a small-type note under the table."""
+    tex = split_wide(tex)
+    tex = re.sub(r"(\\begin\{tabular\}.*?\\end\{tabular\})", lambda m: "\\fitwidth{" + m.group(1) + "}", tex,
+                 flags=re.S)
+    at = tex.find("\\caption{")
+    if at < 0:
+        return tex
+    start = at + len("\\caption")
+    end = _brace_end(tex, start)
+    lead, rest = short_caption(tex[start + 1:end])
+    if not rest:
+        return tex
+    tex = tex[:start + 1] + lead + tex[end:]
+    close = tex.rfind("\\end{table}")
+    note = "\\par\\smallskip\n{\\footnotesize " + rest + "\\par}\n"
+    return tex[:close] + note + tex[close:] if close >= 0 else tex + note

@@ -1,0 +1,69 @@
+"""How the report sets a table or figure on its page (src/osfl/reporting/layout.py): tables that would need type
+below 7 pt are split into column groups that fit, and captions longer than three lines keep their lead, the rest
+moving to a note."""
+import re
+
+from osfl.reporting import layout
+from osfl.reporting.book import _table
+
+
+def _table_tex(columns: int, cell: str = "61.00 $\\pm$ 1.00 (n=3) / 77.20 (-16.20)", caption: str = "Short.") -> str:
+    head = " & ".join(["method"] + [f"col{j}" for j in range(1, columns + 1)]) + " \\\\"
+    rows = [" & ".join([f"row{i}"] + [cell.replace("77.20", f"7{i}.{j:02d}") for j in range(1, columns + 1)])
+            + " \\\\" for i in range(3)]
+    return ("\\begin{table}\n\\centering\n\\caption{" + caption + "}\n\\label{tab:x}\n\\begin{tabular}{l"
+            + "l" * columns + "}\n\\toprule\n" + head + "\n\\midrule\n" + "\n".join(rows)
+            + "\n\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+
+
+def _tabulars(tex: str) -> list[str]:
+    return re.findall(r"\\begin\{tabular\}\{[a-z|]+\}\n.*?\n\\end\{tabular\}", tex, flags=re.S)
+
+
+def test_a_table_too_wide_for_7pt_is_split_into_groups_that_fit():
+    tex = _table_tex(12)
+    assert layout.natural_width(tex) > layout.LINE_PT / layout.MIN_SCALE  # one piece would need < 7-pt type
+    out = layout.split_wide(tex)
+    parts = _tabulars(out)
+    assert len(parts) >= 3
+    for part in parts:
+        assert layout.natural_width(part) <= layout.LINE_PT / layout.MIN_SCALE
+        assert part.count("row0") == 1 and "method" in part  # the row labels and the header repeat in each group
+    # every cell is set exactly once
+    for i in range(3):
+        for j in range(1, 13):
+            assert out.count(f"7{i}.{j:02d}") == 1
+    assert out.count("\\caption{") == 1
+
+
+def test_a_table_that_fits_is_left_as_it_is():
+    tex = _table_tex(2)
+    assert layout.natural_width(tex) < layout.LINE_PT
+    assert layout.split_wide(tex) == tex
+
+
+def test_visible_text_leaves_latex_commands_out():
+    assert layout.visible("\\textbf{61.00} $\\pm$ 1.00") == "61.00 x 1.00"
+
+
+def test_a_long_caption_keeps_its_lead_and_the_rest_moves_to_a_note():
+    first = "Table 1, MNIST columns, cpu profile: ours / the paper's (\\textbf{bold: best; ours}). "
+    caption = first + " ".join(f"Reduction {k}: epochs x0.1 for every data-free method at this profile." for k in range(12))
+    lead, rest = layout.short_caption(caption)
+    assert len(layout.visible(lead)) <= layout.CAPTION_CHARS and rest
+    assert lead.startswith(first.strip()) and lead.endswith((".", ";", ":"))
+    assert (lead + " " + rest).split() == caption.split()  # nothing lost
+    assert lead.count("{") == lead.count("}")  # never cut inside a brace group
+    assert layout.short_caption("Short one.") == ("Short one.", "")
+    # no sentence end within the limit: the first words and an ellipsis
+    lead, rest = layout.short_caption("word " * 100)
+    assert lead.endswith("\u2026") and len(layout.visible(lead)) <= layout.CAPTION_CHARS and rest.startswith("\u2026")
+
+
+def test_the_report_sets_tables_fitted_with_short_captions():
+    caption = "Lead sentence of the caption. " + "More detail about the settings in force here. " * 20
+    out = _table(_table_tex(12, caption=caption))
+    assert "\\begin{table}[H]" in out and out.count("\\fitwidth{") == len(_tabulars(out)) >= 3
+    lead = out[out.index("\\caption{") + 9:out.index("}", out.index("\\caption{"))]
+    assert len(layout.visible(lead)) <= layout.CAPTION_CHARS
+    assert "{\\footnotesize More detail" in out and out.index("{\\footnotesize More detail") < out.index("\\end{table}")
