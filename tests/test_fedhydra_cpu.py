@@ -14,16 +14,17 @@ ROOT = Path(__file__).resolve().parents[1]
 ARTS = load_artifacts(ROOT / "papers" / "fedhydra" / "published")
 
 
-def _bench(tmp_path: Path, accs: dict, failed=()) -> Path:
-    """A benchmark folder: the real params on dir0.5 and 2cc at seeds 0, 1, 2, and a record per (split, id, seed)."""
+def _bench(tmp_path: Path, accs: dict, failed=(), dataset: str = "fmnist") -> Path:
+    """A benchmark folder: the real params on dir0.5 and 2cc at seeds 0, 1, 2 of ``dataset``, and a record per
+    (split, id, seed)."""
     bench = tmp_path / "benchmark"
     params = paper_params("benchmark")
-    params.update(splits=["dir0.5", "2cc"], seeds=[0, 1, 2])
+    params.update(splits=["dir0.5", "2cc"], seeds=[0, 1, 2], datasets=[dataset])
     params["columns"] = params["columns"] + [{"id": "fedhydra-x", "method": "fedhydra", "tag": "x", "paper": "", "set": ""}]
     (bench).mkdir(parents=True)
     (bench / "params.yaml").write_text(yaml.safe_dump(params))
     for (split, cid, seed), acc in accs.items():
-        f = bench / "results" / f"fmnist-{split}-s{seed}" / "runs" / f"{cid}.json"
+        f = bench / "results" / f"{dataset}-{split}-s{seed}" / "runs" / f"{cid}.json"
         f.parent.mkdir(parents=True, exist_ok=True)
         rec = {"acc_final": acc}
         if (split, cid, seed) in failed:
@@ -57,6 +58,25 @@ def test_cells_beside_the_paper_with_counts_and_the_claim(tmp_path):
     # Dir(0.5): 61.00 vs 75.50 with spread 1.00 on three seeds -> does not hold; the claim does not hold as a whole
     assert claim["artifact"] == "table01_cpu" and claim["verdict"] == "does not hold"
     assert "T1 α=0.5: does not hold" in claim["evidence"] and "T2 2c/c: not judged" in claim["evidence"]
+
+
+def test_mnist_cells_sit_beside_the_papers_mnist_columns(tmp_path):
+    """MNIST runs of the benchmark fill table01_cpu_mnist beside the paper's MNIST columns (FedAvg 81.89 at
+    α = 0.5, 20.50 at 2c/c); no Fashion-MNIST table is written from them, and FedHydra not having run leaves its
+    claim "not run" and names it in the state."""
+    accs = {("dir0.5", "fedavg", s): v for s, v in enumerate((80.0, 82.0, 81.0))}
+    accs[("2cc", "fedavg", 0)] = 30.0
+    bench = _bench(tmp_path, accs, dataset="mnist")
+    assert cpu.cpu_table(bench, ARTS, tmp_path / "reports") == ([], "", [], {}, [])  # Fashion-MNIST: none
+    files, state, claims, metrics, beside = cpu.cpu_table(bench, ARTS, tmp_path / "reports", "mnist")
+    md = (tmp_path / "reports" / "table01_cpu_mnist.md").read_text()
+    row = {line.split(" | ")[0].strip("| "): line for line in md.splitlines() if line.startswith("| ")}
+    assert "81.00 ± 1.00 (n=3) / 81.89 (-0.89)" in row["FedAvg"] and "30.00 / 20.50 (+9.50)" in row["FedAvg"]
+    assert state.startswith("2 of 30 MNIST cells") and "not run yet: OT, FedDF" in state
+    assert metrics["cells"] == 2 and metrics["within_3"] == 1 and metrics["within_10"] == 2
+    assert {c["dataset"] for c in beside} == {"mnist"}
+    (claim,) = claims
+    assert claim["artifact"] == "table01_cpu_mnist" and claim["verdict"] == "not run"
 
 
 def test_nothing_is_written_without_benchmark_runs(tmp_path):

@@ -28,13 +28,17 @@ from ...reporting.spread import NOT_RUN, Side, Verdict, above_all, compare, ever
 from ...reporting.tables import write_table
 from .runs import METHODS, SHORT
 
-#: our split -> (the published table, its Fashion-MNIST column)
-COLUMNS = {"dir0.5": ("table01", "FashionMNIST alpha=0.5"), "dir0.3": ("table01", "FashionMNIST alpha=0.3"),
-           "dir0.1": ("table01", "FashionMNIST alpha=0.1"), "dir0.01": ("table01", "FashionMNIST alpha=0.01"),
-           "2cc": ("table02", "FashionMNIST")}
+#: the paper's name of each dataset the benchmark can run, as its Tables 1-2 print it
+PAPER_NAMES = {"fmnist": "FashionMNIST", "mnist": "MNIST"}
+LONG = {"fmnist": "Fashion-MNIST", "mnist": "MNIST"}
+#: our split -> (the published table, its column for the dataset: format with the paper's dataset name)
+COLUMNS = {"dir0.5": ("table01", "{} alpha=0.5"), "dir0.3": ("table01", "{} alpha=0.3"),
+           "dir0.1": ("table01", "{} alpha=0.1"), "dir0.01": ("table01", "{} alpha=0.01"),
+           "2cc": ("table02", "{}")}
 HEADERS = {"dir0.5": "T1 α=0.5", "dir0.3": "T1 α=0.3", "dir0.1": "T1 α=0.1", "dir0.01": "T1 α=0.01",
            "2cc": "T2 2c/c"}
 STEM = "table01_cpu"
+STEMS = {"fmnist": STEM, "mnist": "table01_cpu_mnist"}
 K_STEM = "table04_cpu"
 BENCHMARK = "papers/benchmark"
 
@@ -44,21 +48,24 @@ def _entries(params: dict) -> list[dict]:
     return [c for c in params.get("columns") or [] if c["id"] in METHODS and c["id"] == c["method"]]
 
 
-def benchmark_runs(bench: Path) -> tuple[dict, dict]:
+def benchmark_runs(bench: Path, dataset: str = "fmnist") -> tuple[dict, dict]:
     """(the benchmark's params, ``{split: {method: [run record per seed]}}``) for FedHydra's methods on
-    Fashion-MNIST."""
+    ``dataset`` (empty where the benchmark does not list it)."""
     params = load_params(bench / "params.yaml")
-    runs = read_runs(bench / "results", params, _entries(params), ["fmnist"])
+    if dataset not in (params.get("datasets") or []):
+        return params, {}
+    runs = read_runs(bench / "results", params, _entries(params), [dataset])
     return params, {split: by_id for (_, split), by_id in runs.items()}
 
 
-def cells(runs: dict, arts: list[Artifact]) -> tuple[pd.DataFrame, dict]:
-    """The table (a row per method, a column per Fashion-MNIST split of Tables 1-2: ours mean ± std (n) / the
+def cells(runs: dict, arts: list[Artifact], dataset: str = "fmnist") -> tuple[pd.DataFrame, dict]:
+    """The table (a row per method, a column per split of Tables 1-2 on ``dataset``: ours mean ± std (n) / the
     paper's (our mean − the paper's); runs that failed a regime guard are left out and named) and
     ``{(split, method): {"values": {seed: final accuracy}, "paper", "mean"}}`` of the runs kept."""
     paper = {a.id: load_published_table(a) for a in arts if a.id in ("table01", "table02")}
     rows, numbers = {}, {}
     for split, (table, col) in COLUMNS.items():
+        col = col.format(PAPER_NAMES[dataset])
         for m, label in METHODS.items():
             p = float(paper[table].loc[label, col]) if table in paper else float("nan")
             good, note = split_by_guards(runs.get(split, {}).get(m, []))
@@ -72,10 +79,11 @@ def cells(runs: dict, arts: list[Artifact]) -> tuple[pd.DataFrame, dict]:
     return df, numbers
 
 
-def best_claim(numbers: dict) -> tuple[str, Verdict]:
-    """"FedHydra is the best method in every Fashion-MNIST column" (§4.2), per column by the spread rule over the
+def best_claim(numbers: dict, dataset: str = "fmnist") -> tuple[str, Verdict]:
+    """"FedHydra is the best method in every column" (§4.2) on ``dataset``, per column by the spread rule over the
     common seeds against each rival that ran there."""
-    claim = "FedHydra beats every baseline in each Fashion-MNIST column of Tables 1-2 (cpu profile, benchmark runs)"
+    name = LONG[dataset]
+    claim = f"FedHydra beats every baseline in each {name} column of Tables 1-2 (cpu profile, benchmark runs)"
     parts = []
     for split in COLUMNS:
         if (split, "fedhydra") not in numbers:
@@ -83,36 +91,37 @@ def best_claim(numbers: dict) -> tuple[str, Verdict]:
         side = {m: Side(METHODS[m], numbers[(split, m)]["values"]) for m in METHODS if (split, m) in numbers}
         rivals = [s for m, s in side.items() if m != "fedhydra"]
         parts.append((HEADERS[split], above_all(side["fedhydra"], rivals)))
-    return claim, every(parts) if parts else Verdict(NOT_RUN, "no Fashion-MNIST column of the benchmark has run")
+    return claim, every(parts) if parts else Verdict(NOT_RUN, f"FedHydra has run in no {name} column of the benchmark")
 
 
-def cpu_table(bench: Path, arts: list[Artifact], out: Path) -> tuple[list[Path], str, list[dict], dict, list]:
-    """Write ``table01_cpu`` (.tex, .md) from the benchmark's runs under ``bench``; returns (files, the README's
-    state of it, the claim records, its summary metrics: cells, mean gap to the paper, cells within 3 and 10
-    points, and its cells beside the paper's, :func:`osfl.reporting.runs.cell`). Nothing is written where the
-    benchmark has not run."""
+def cpu_table(bench: Path, arts: list[Artifact], out: Path,
+              dataset: str = "fmnist") -> tuple[list[Path], str, list[dict], dict, list]:
+    """Write ``table01_cpu`` (Fashion-MNIST; ``table01_cpu_mnist`` for MNIST; .tex, .md) from the benchmark's runs
+    under ``bench``; returns (files, the README's state of it, the claim records, its summary metrics: cells, mean
+    gap to the paper, cells within 3 and 10 points, and its cells beside the paper's,
+    :func:`osfl.reporting.runs.cell`). Nothing is written where the benchmark has not run on ``dataset``."""
     if not (bench / "params.yaml").is_file():
         return [], "", [], {}, []
-    params, runs = benchmark_runs(bench)
-    df, numbers = cells(runs, arts)
+    params, runs = benchmark_runs(bench, dataset)
+    df, numbers = cells(runs, arts, dataset)
     if not numbers:
         return [], "", [], {}, []
-    beside = [cell(STEM, "fmnist", METHODS[m], HEADERS[split], list(v["values"].values()), v["paper"],
+    stem, name = STEMS[dataset], LONG[dataset]
+    beside = [cell(stem, dataset, METHODS[m], HEADERS[split], list(v["values"].values()), v["paper"],
                    params.get("profile", "?")) for (split, m), v in numbers.items()]
     seeds = sorted({s for v in numbers.values() for s in v["values"]})
     metrics = gap_metrics(numbers)
-    state = (f"{len(numbers)} of {len(METHODS) * len(COLUMNS)} Fashion-MNIST cells from {BENCHMARK}'s runs (seeds "
+    missing = [METHODS[m] for m in METHODS if not any((s, m) in numbers for s in COLUMNS)]
+    state = (f"{len(numbers)} of {len(METHODS) * len(COLUMNS)} {name} cells from {BENCHMARK}'s runs (seeds "
              f"{', '.join(map(str, seeds))}): {metrics['within_3']} within 3 points of the paper, "
-             f"{metrics['within_10']} within 10")
-    caption = ("Tables 1 and 2, Fashion-MNIST columns, at the cpu profile: ours (final accuracy, mean ± sample std "
-               "over n seeds) / the paper's (our mean − the paper's). The runs are the cross-paper benchmark's "
-               f"({BENCHMARK}/, FedHydra's setting: 5 clients of its 2-layer CNN, FedDF on the digits), not trained "
-               "again here.")
+             f"{metrics['within_10']} within 10" + (f"; not run yet: {', '.join(missing)}" if missing else ""))
+    caption = (f"Tables 1 and 2, {name} columns, cpu profile: ours (final accuracy, mean ± std over n seeds) / the "
+               f"paper's (Δ). Runs: the cross-paper benchmark ({BENCHMARK}/).")
     ran_on = machines(runs)
     notes = f"{state}. {cpu_profile.describe(params)} {ran_on}".strip()
-    files = write_table(df, out / STEM, caption, f"tab:{STEM}", notes=notes)
-    claim, verdict = best_claim(numbers)
-    return files, state, [verdict.record(artifact=STEM, claim=claim)], metrics, beside
+    files = write_table(df, out / stem, caption, f"tab:{stem}", notes=notes)
+    claim, verdict = best_claim(numbers, dataset)
+    return files, state, [verdict.record(artifact=stem, claim=claim)], metrics, beside
 
 
 def k_cells(sweep: dict) -> tuple[pd.DataFrame, dict]:

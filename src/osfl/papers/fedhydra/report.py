@@ -23,7 +23,7 @@ from .figures import (
     figure_synthetic, figure_timing,
 )
 from .claims import claims, local_curve_claims, paper_profile_claims, row_claims
-from .cpu import BENCHMARK, K_STEM, STEM as CPU_STEM, cpu_table, k_table
+from .cpu import BENCHMARK, K_STEM, LONG, STEMS as CPU_STEMS, cpu_table, k_table
 from .rounds import IN_PLACE_OF, fashion_rounds
 
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
@@ -91,10 +91,15 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
         status["table01_paper_profile"] = "paper-profile column(s): " + ", ".join(paper_runs)
     # Tables 1-2's Fashion-MNIST cells at the cpu profile: the cross-paper benchmark's runs of FedHydra's setting
     bench = Path(benchmark_root) if benchmark_root else Path(results_root).resolve().parent.parent / "benchmark"
-    cpu_files, cpu_state, cpu_claims, cpu_metrics, cpu_cells = cpu_table(bench, arts, out)
-    if cpu_files:
-        written += cpu_files
-        status[CPU_STEM] = cpu_state
+    cpu_claims, cpu_metrics, cpu_cells = [], {}, []
+    for dataset, stem in CPU_STEMS.items():
+        files, state, verdicts_d, metrics_d, cells_d = cpu_table(bench, arts, out, dataset)
+        if files:
+            written += files
+            status[stem] = state
+            cpu_claims += verdicts_d
+            cpu_metrics[stem] = metrics_d
+            cpu_cells += cells_d
     k_files, k_state, k_verdicts = k_table(bench, out)  # Tables 4 and 7 on Fashion-MNIST, the same benchmark
     if k_files:
         written += k_files
@@ -131,8 +136,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     written.append(write_cells(out, cpu_cells))
     if summary is not None:
         metrics = summary_metrics(gaps, verdicts)
-        if cpu_metrics:
-            metrics["tables"][CPU_STEM] = cpu_metrics
+        metrics["tables"].update(cpu_metrics)
         summary.write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
         written.append(summary)
     return written
@@ -196,9 +200,10 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
     if "table01_paper_profile" in status:
         lines.append(f"| table01_paper_profile | Table 1 at the paper profile | `table01_paper_profile.tex`, "
                      f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/paper/) |")
-    if CPU_STEM in status:
-        lines.append(f"| {CPU_STEM} | Tables 1-2, Fashion-MNIST, at the cpu profile | `{CPU_STEM}.tex`, `{CPU_STEM}.md` "
-                     f"| {status[CPU_STEM]} ({BENCHMARK}/results/) |")
+    for dataset, stem in CPU_STEMS.items():
+        if stem in status:
+            lines.append(f"| {stem} | Tables 1-2, {LONG[dataset]}, at the cpu profile | `{stem}.tex`, `{stem}.md` "
+                         f"| {status[stem]} ({BENCHMARK}/results/) |")
     if K_STEM in status:
         lines.append(f"| {K_STEM} | Tables 4 and 7, Fashion-MNIST in their datasets' place | `{K_STEM}.tex`, "
                      f"`{K_STEM}.md` | {status[K_STEM]} ({BENCHMARK}/results/) |")
