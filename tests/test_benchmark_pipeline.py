@@ -1,6 +1,7 @@
 """papers/benchmark/: every method of `columns` (and `xcolumns`, on a second upload) on the same partitions; a method is one params line; the report ranks
 them and sets their orders beside the papers'."""
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,30 @@ def test_the_client_number_table_reads_the_sweep_runs(tmp_path):
     table = (out / "nclients.md").read_text()
     assert "| fedavg | 70.00 (#1) | 40.00 (#2) | 1.50 |" in table and "N=10" not in table
     assert json.loads((out / "status.json").read_text())["nclients"] == "4 cells run"
+
+
+def test_each_dataset_gets_its_own_table_ranks_and_orderings(tmp_path, repo_root):
+    """Fashion-MNIST and MNIST runs: one table each (table.md, table_mnist.md), ranked within the dataset, and the
+    MNIST orderings set beside the papers' MNIST columns (FedHydra Table 1 at MNIST α = 0.5 prints FedAvg 81.89 >
+    FedDF 78.23 > OT 77.45)."""
+    params = {"datasets": ["fmnist", "mnist"], "splits": ["dir0.5"], "seeds": [0], "clients": 5, "model": "cnn2",
+              "columns": [{"id": m, "method": m} for m in ("fedavg", "ot", "feddf")]}
+    results = tmp_path / "papers" / "benchmark" / "results"
+    for paper in ("fedhydra", "fedmho"):  # the papers' published numbers, which the orderings read
+        shutil.copytree(repo_root / "papers" / paper / "published", tmp_path / "papers" / paper / "published")
+    for run, accs in (("fmnist-dir0.5-s0", (70.0, 60.0, 65.0)), ("mnist-dir0.5-s0", (80.0, 90.0, 85.0))):
+        (results / run / "runs").mkdir(parents=True)
+        for i, acc in zip(("fedavg", "ot", "feddf"), accs):
+            (results / run / "runs" / f"{i}.json").write_text(json.dumps({"acc_final": acc, "server_seconds": 1.0}))
+    out = tmp_path / "reports"
+    benchmark.render(params, results, tmp_path, out)
+    fm, mn = (out / "table.md").read_text(), (out / "table_mnist.md").read_text()
+    assert "| fedavg | 70.00 (#1) | 1.00 |" in fm and "| mnist Dir" not in fm and "fmnist Dir" not in mn
+    assert "| ot | 90.00 (#1) | 1.00 |" in mn and "| fedavg | 80.00 (#3) | 3.00 |" in mn
+    assert (out / "figure_mnist.png").is_file()
+    lines = (out / "discussion.txt").read_text().splitlines()
+    assert "mnist Dir(0.5): ours ot > feddf > fedavg." in lines
+    mnist_fedhydra = next(x for x in lines if "FedHydra table01 (MNIST alpha=0.5)" in x)
+    assert "fedavg > feddf > ot" in mnist_fedhydra and "Kendall τ = -1.00" in mnist_fedhydra
+    status = json.loads((out / "status.json").read_text())
+    assert status["table"] == "3 cells run" and status["table_mnist"] == "3 cells run"

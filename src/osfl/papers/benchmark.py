@@ -30,17 +30,25 @@ from ..reporting.spread import format_spread, mean_std
 from ..reporting.tables import write_table
 
 SPLIT_LABELS = {"2cc": "2 classes per client"}
-# the papers' Fashion-MNIST numbers for the benchmark's splits: (paper, table, split -> (axis, label)), the label
+# the papers' numbers for the benchmark's splits, per dataset: (paper, table, split -> (axis, label)), the label
 # being the table's column (methods in rows) or row (methods in columns)
-PAPER_ORDERS = (
-    ("FedHydra", "table01", {"dir0.5": ("column", "FashionMNIST alpha=0.5"),
-                             "dir0.3": ("column", "FashionMNIST alpha=0.3"),
-                             "dir0.1": ("column", "FashionMNIST alpha=0.1"),
-                             "dir0.01": ("column", "FashionMNIST alpha=0.01")}),
-    ("FedHydra", "table02", {"2cc": ("column", "FashionMNIST")}),
-    ("FedMHO", "table04", {"dir0.5": ("row", "Fashion, 1, 0.5"), "dir0.3": ("row", "Fashion, 2, 0.3"),
-                           "dir0.1": ("row", "Fashion, 3, 0.1")}),
-)
+PAPER_ORDERS = {
+    "fmnist": (
+        ("FedHydra", "table01", {"dir0.5": ("column", "FashionMNIST alpha=0.5"),
+                                 "dir0.3": ("column", "FashionMNIST alpha=0.3"),
+                                 "dir0.1": ("column", "FashionMNIST alpha=0.1"),
+                                 "dir0.01": ("column", "FashionMNIST alpha=0.01")}),
+        ("FedHydra", "table02", {"2cc": ("column", "FashionMNIST")}),
+        ("FedMHO", "table04", {"dir0.5": ("row", "Fashion, 1, 0.5"), "dir0.3": ("row", "Fashion, 2, 0.3"),
+                               "dir0.1": ("row", "Fashion, 3, 0.1")})),
+    "mnist": (
+        ("FedHydra", "table01", {"dir0.5": ("column", "MNIST alpha=0.5"), "dir0.3": ("column", "MNIST alpha=0.3"),
+                                 "dir0.1": ("column", "MNIST alpha=0.1"),
+                                 "dir0.01": ("column", "MNIST alpha=0.01")}),
+        ("FedHydra", "table02", {"2cc": ("column", "MNIST")}),
+        ("FedMHO", "table04", {"dir0.5": ("row", "MNIST, 1, 0.5"), "dir0.3": ("row", "MNIST, 2, 0.3"),
+                               "dir0.1": ("row", "MNIST, 3, 0.1")})),
+}
 METHOD_OF_LABEL = {"FedAvg": "fedavg", "OT": "ot", "FedDF": "feddf", "DENSE": "dense", "Co-Boosting": "coboost",
                    "FedHydra (ours)": "fedhydra", "FedHydra": "fedhydra", "F-DAFL": "fdafl", "F-ADI": "fadi"}
 
@@ -82,11 +90,11 @@ def cells(runs: dict, params: dict) -> tuple[pd.DataFrame, dict, int]:
     return df, numbers, failed
 
 
-def figure(numbers: dict, params: dict, out_stem: Path) -> list[Path]:
-    """Accuracy (mean over seeds) against the server's seconds (log scale), one panel per split."""
+def figure(numbers: dict, params: dict, out_stem: Path, dataset: str = "") -> list[Path]:
+    """Accuracy (mean over seeds) against the server's seconds (log scale), one panel per split that ran."""
     import matplotlib.pyplot as plt
 
-    splits = list(params.get("splits") or [])
+    splits = [s for s in params.get("splits") or [] if any(k == s for k, _ in numbers)]
     with _style():
         fig, axes = plt.subplots(1, max(1, len(splits)), figsize=(4.2 * max(1, len(splits)), 3.6), squeeze=False)
         for ax, split in zip(axes[0], splits):
@@ -101,7 +109,8 @@ def figure(numbers: dict, params: dict, out_stem: Path) -> list[Path]:
             ax.set_ylabel("final test accuracy (%)")
             if not pts:
                 ax.text(0.5, 0.5, "not run", ha="center", va="center", transform=ax.transAxes)
-        fig.suptitle("Accuracy against the server's cost (one CPU thread)", fontsize=10)
+        fig.suptitle(f"{dataset + ': ' if dataset else ''}accuracy against the server's cost (one CPU thread)",
+                     fontsize=10)
         fig.tight_layout()
         written = save_figure(fig, out_stem)
     plt.close(fig)
@@ -116,17 +125,20 @@ def paper_order(papers_root: Path, paper: str, table: str, axis: str, label: str
     return {METHOD_OF_LABEL[k]: float(v) for k, v in series.items() if k in METHOD_OF_LABEL and not math.isnan(v)}
 
 
-def orderings(numbers: dict, params: dict, papers_root: Path) -> list[str]:
-    """Per split and paper table: both orders over the methods both have, Kendall's τ and the pairs that differ."""
+def orderings(numbers: dict, params: dict, papers_root: Path, dataset: str = "fmnist") -> list[str]:
+    """Per split and paper table: both orders over the methods both have, Kendall's τ and the pairs that differ
+    (``numbers``: the runs on ``dataset``, whose columns of the papers' tables are compared)."""
     from scipy.stats import kendalltau
 
     lines = []
+    prefix = "" if dataset == "fmnist" else f"{dataset} "
     for split in params.get("splits") or []:
         ours = {i: v["mean"] for (s, i), v in numbers.items() if s == split}
         if not ours:
             continue
-        lines.append(f"{split_label(split)}: ours " + " > ".join(sorted(ours, key=ours.get, reverse=True)) + ".")
-        for paper, table, where in PAPER_ORDERS:
+        lines.append(f"{prefix}{split_label(split)}: ours " + " > ".join(sorted(ours, key=ours.get, reverse=True))
+                     + ".")
+        for paper, table, where in PAPER_ORDERS.get(dataset, ()):
             if split not in where:
                 continue
             theirs = paper_order(papers_root, paper, table, *where[split])
@@ -147,30 +159,39 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
     out.mkdir(parents=True, exist_ok=True)
     every = {**params, "columns": list(params.get("columns") or []) + list(params.get("xcolumns") or [])}
     runs = read_runs(Path(results_root), every)
-    df, numbers, failed = cells(runs, every)
     described = cpu_profile.describe(params)
     ot_ids = {e["id"] for e in every["columns"] if e.get("method") == "ot"}
     ot_note = ot_unmoved_note([(r.get("extras") or {}).get("units_moved_share") for by_id in runs.values()
                                for i in ot_ids for r in by_id.get(i, [])])
-    ran: dict[str, set] = {}
-    for (split, _), v in numbers.items():
-        ran.setdefault(split_label(split), set()).update(v["seeds"])
-    seeds_ran = "; ".join(f"{k}: {', '.join(map(str, sorted(v)))}" for k, v in ran.items()) or "none"
-    setting = (f"{params.get('clients')} clients of {params.get('model')} (clients and server), seeds "
-               f"{params.get('seeds')} (run so far: {seeds_ran}); every method with its own paper's settings. "
-               f"Server seconds: one thread of a 2-core CPU. {described}" + (f" {ot_note}" if ot_note else ""))
-    notes = f"{setting} {machines(runs)}".strip()
-    written = []
-    status = {}
-    if numbers:
-        written += write_table(df, out / "table", "Every one-shot method on the same partitions: final test accuracy "
-                               "(%), mean ± sample std (n seeds), rank in the split (#1 = best), average rank.",
-                               "tab:benchmark", notes=notes)
-        written += figure(numbers, params, out / "figure")
-        status = {"table": f"{len(numbers)} cells run" + (f"; {failed} run(s) failed a guard" if failed else ""),
-                  "figure": "drawn from the runs"}
-    else:
-        status = {"table": "no run yet", "figure": "no run yet"}
+    written, status, discussion, counts = [], {}, [], {"cells_run": 0, "runs_failed_guard": 0}
+    datasets = list(params.get("datasets") or [])
+    for ds in datasets:  # one table and figure per dataset: "table" / "figure" for the first, "<stem>_<ds>" after
+        table, fig = ("table", "figure") if ds == datasets[0] else (f"table_{ds}", f"figure_{ds}")
+        df, numbers, failed = cells({k: v for k, v in runs.items() if k[0] == ds}, every)
+        counts["cells_run"] += len(numbers)
+        counts["runs_failed_guard"] += failed
+        ran: dict[str, set] = {}
+        for (split, _), v in numbers.items():
+            ran.setdefault(split_label(split), set()).update(v["seeds"])
+        seeds_ran = "; ".join(f"{k}: {', '.join(map(str, sorted(v)))}" for k, v in ran.items()) or "none"
+        setting = (f"{params.get('clients')} clients of {params.get('model')} (clients and server), seeds "
+                   f"{params.get('seeds')} (run so far: {seeds_ran}); every method with its own paper's settings. "
+                   f"Server seconds: one thread of a 2-core CPU. {described}" + (f" {ot_note}" if ot_note else ""))
+        notes = f"{setting} {machines({k: v for k, v in runs.items() if k[0] == ds})}".strip()
+        if ds == datasets[0]:
+            head_notes = notes
+        if numbers:
+            written += write_table(df, out / table, f"Every one-shot method on the same {ds} partitions: final test "
+                                   "accuracy (%), mean ± sample std (n seeds), rank in the split (#1 = best), "
+                                   "average rank.", f"tab:benchmark-{ds}", notes=notes)
+            written += figure(numbers, params, out / fig, ds)
+            status[table] = f"{len(numbers)} cells run" + (f"; {failed} run(s) failed a guard" if failed else "")
+            status[fig] = "drawn from the runs"
+        else:
+            status[table] = status[fig] = "no run yet"
+        discussion += orderings(numbers, params, Path(results_root).resolve().parent.parent, ds)
+    if not datasets:
+        head_notes = described
     sweep = {(ds, f"N={n}"): by_id for (ds, n), by_id in
              read_sweep(Path(results_root), params, base=params.get("clients")).items()}
     n_df, n_numbers, n_failed = cells(sweep, params)
@@ -179,13 +200,12 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
         written += write_table(n_df, out / "nclients", f"The client number N on {first}: final test accuracy (%), "
                                "mean ± sample std (n seeds), rank at that N (#1 = best), average rank over N "
                                f"(N = {params.get('clients')}: the main table's runs).", "tab:benchmark-nclients",
-                               notes=f"{setting} {machines(sweep)}".strip())
+                               notes=f"{described} {machines(sweep)}".strip())
         status["nclients"] = f"{len(n_numbers)} cells run" + (f"; {n_failed} run(s) failed a guard" if n_failed else "")
     else:
         status["nclients"] = "no run yet"
-    discussion = orderings(numbers, params, Path(results_root).resolve().parent.parent)
     lines = ["# The cross-paper benchmark", "", "Generated by the `render` stage (`dvc repro` in papers/benchmark/). "
-             + notes, "", "| artifact | state |", "|---|---|"]
+             + head_notes, "", "| artifact | state |", "|---|---|"]
     lines += [f"| `{k}` | {v} |" for k, v in status.items()]
     lines += ["", "## Orderings beside the papers'", "",
               "The papers ran other client counts, models and epochs: their orders, not their numbers, are compared."]
@@ -194,6 +214,5 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
     (out / "discussion.txt").write_text("\n".join(discussion) + "\n", encoding="utf-8")
     written += [out / "README.md", out / "discussion.txt"] + write_index(out, status, [])
     if summary is not None:
-        Path(summary).write_text(json.dumps({"cells_run": len(numbers), "runs_failed_guard": failed}, indent=1,
-                                            sort_keys=True) + "\n")
+        Path(summary).write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
     return written

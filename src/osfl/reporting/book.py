@@ -277,12 +277,13 @@ def benchmark_section(folder: Path, build: Path) -> list[str]:
     if not (reports / "table.tex").is_file():
         return lines + [escape_latex("No run of papers/benchmark/ yet (`cd papers/benchmark && dvc repro`): every "
                                      "one-shot method on the same partitions will come here.")]
-    lines.append(_table((reports / "table.tex").read_text(encoding="utf-8")) or "")
-    if (reports / "nclients.tex").is_file():  # the client-number sweep on the first split
-        lines.append(_table((reports / "nclients.tex").read_text(encoding="utf-8")) or "")
-    if (reports / "figure.pdf").is_file():
-        lines += _figure(reports / "figure.pdf", build / "benchmark-figure.pdf",
-                         f"Accuracy against the server's seconds. {status.get('figure', '')}", "0.45")
+    # one table and figure per dataset (table.tex, then table_<dataset>.tex), the client-number sweep, the figures
+    tables = [reports / "table.tex"] + sorted(reports.glob("table_*.tex")) + [reports / "nclients.tex"]
+    lines += [_table(t.read_text(encoding="utf-8")) or "" for t in tables if t.is_file()]
+    for fig in [reports / "figure.pdf"] + sorted(reports.glob("figure_*.pdf")):
+        if fig.is_file():
+            lines += _figure(fig, build / f"benchmark-{fig.name}",
+                             f"Accuracy against the server's seconds. {status.get(fig.stem, '')}", "0.45")
     order = [line for line in (reports / "discussion.txt").read_text(encoding="utf-8").splitlines() if line.strip()] \
         if (reports / "discussion.txt").is_file() else []
     if order:
