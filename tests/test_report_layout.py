@@ -67,3 +67,17 @@ def test_the_report_sets_tables_fitted_with_short_captions():
     lead = out[out.index("\\caption{") + 9:out.index("}", out.index("\\caption{"))]
     assert len(layout.visible(lead)) <= layout.CAPTION_CHARS
     assert "{\\footnotesize More detail" in out and out.index("{\\footnotesize More detail") < out.index("\\end{table}")
+
+
+def test_a_narrow_figure_is_enlarged_at_most_1_4_times(tmp_path):
+    from matplotlib.figure import Figure
+
+    from osfl.reporting.figures import save_figure
+
+    narrow, wide = Figure(figsize=(3, 2)), Figure(figsize=(12, 3))
+    narrow.subplots().plot([0, 1], [0, 1])
+    wide.subplots().plot([0, 1], [0, 1])
+    small, big = save_figure(narrow, tmp_path / "narrow")[1], save_figure(wide, tmp_path / "wide")[1]
+    width = float(layout.figure_width(small).removesuffix("pt"))
+    assert 3 * 72 * 0.9 * layout.MAX_ENLARGE < width < 3 * 72 * 1.05 * layout.MAX_ENLARGE  # tight bbox: about 3 in
+    assert layout.figure_width(big) == "\\linewidth"

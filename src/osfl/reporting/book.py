@@ -28,14 +28,13 @@ import yaml
 
 from ..provenance.lineage import AGREE, check as lineage
 from .published import load_artifacts
+from .runs import NOT_DRAWN
+from .layout import figure_width, fit_table, short_caption
 from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts, verdict_label
-from .layout import fit_table, short_caption
 from .tables import escape_latex
 
 #: The papers in the report's order (the issues' order), with their folder under ``papers/``.
 PAPERS = {"fedhydra": "FedHydra", "fedmho": "FedMHO", "ofeded": "OFedED", "hfldd": "HFLDD"}
-#: A figure whose state starts so has no drawing of ours (its file, if any, is a placeholder): only its state is shown.
-NOT_DRAWN = ("not run", "no run", "schematic", "a schematic", "a conceptual", "paper only")
 PREAMBLE = r"""\documentclass[10pt,a4paper]{article}
 \usepackage[utf8]{inputenc}
 \usepackage[T1]{fontenc}
@@ -139,14 +138,14 @@ def _figure(pdf: Path, local: Path, caption: str, height: str) -> list[str]:
     shutil.copyfile(pdf, local)
     lead, rest = short_caption(escape_latex(caption))
     return [r"\begin{figure}[H]", r"\centering",
-            rf"\includegraphics[width=\linewidth,height={height}\textheight,keepaspectratio]{{{local.name}}}",
+            rf"\includegraphics[width={figure_width(local)},height={height}\textheight,keepaspectratio]{{{local.name}}}",
             r"\caption{" + lead + "}"] + ([r"{\footnotesize " + rest + r"\par}"] if rest else []) + [r"\end{figure}"]
 
 
 def closeness_section(papers: list[Paper], build: Path) -> list[str]:
     """The first question, first: how close we are to each paper, and where. One panel per paper with a cell of
     ours beside a paper number (``reports/cells.json``), ours against the paper's; the papers with none are named."""
-    from .figures import ours_vs_paper
+    from .closeness import ours_vs_paper
 
     cells = {PAPERS.get(p.key, p.key): _json(p.folder / "reports" / "cells.json", []) for p in papers}
     drawn = {k: v for k, v in cells.items() if v}

@@ -15,7 +15,7 @@ import matplotlib.text
 from matplotlib.figure import Figure
 
 __all__ = ["PNG_DPI", "bar_chart", "bubble_panels", "curve_panels", "curves", "grouped_bar_panels", "heatmap", "image_rows",
-           "outside_texts", "ours_vs_paper", "save_figure"]
+           "drop_figure", "outside_texts", "save_figure"]
 
 PNG_DPI = 150
 
@@ -191,12 +191,6 @@ def curves(
         return save_figure(fig, out_stem)
 
 
-def _placeholder(ax, text: str) -> None:
-    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, color="0.4", wrap=True, transform=ax.transAxes)
-    ax.set_xticks([])
-    ax.set_yticks([])
-
-
 def _panel_grid(n: int):
     """A figure with ``n`` axes in rows of up to 4 (unused cells hidden)."""
     n = max(1, n)
@@ -209,19 +203,31 @@ def _panel_grid(n: int):
     return fig, axes
 
 
+def drop_figure(out_stem: Path) -> list[Path]:
+    """Nothing to draw: a figure of an earlier render under ``out_stem`` is removed (the report reads a missing file
+    as "not run") and nothing is written."""
+    for ext in (".png", ".pdf"):
+        Path(out_stem).with_name(Path(out_stem).name + ext).unlink(missing_ok=True)
+    return []
+
+
 def _draw_panels(panels: dict, out_stem: Path, draw, *, suptitle: str, missing: str) -> list[Path]:
-    """The shared frame of the panel figures: one titled axes per panel (rows of up to 4), ``draw(ax, content)``
-    for each panel with content, ``missing`` written in a panel whose content is None."""
+    """The shared frame of the panel figures: one titled axes per panel with content (rows of up to 4),
+    ``draw(ax, content)``; the panels whose content is None are not drawn but named in one line under the figure
+    (``missing``: why, e.g. "not run"). No panel with content: nothing is written (:func:`drop_figure`)."""
+    ran = {k: v for k, v in panels.items() if v is not None}
+    if not ran:
+        return drop_figure(out_stem)
     with _style():
-        fig, axes = _panel_grid(len(panels))
-        for ax, (title, content) in zip(axes, panels.items()):
+        fig, axes = _panel_grid(len(ran))
+        for ax, (title, content) in zip(axes, ran.items()):
             ax.set_title(_plain(title), fontsize=9)
-            if content is None:
-                _placeholder(ax, missing)
-            else:
-                draw(ax, content)
+            draw(ax, content)
         if suptitle:
             fig.suptitle(_plain(suptitle), fontsize=9)
+        if len(ran) < len(panels):
+            fig.supxlabel(_plain(f"{missing}: " + "; ".join(k for k in panels if k not in ran)), fontsize=7,
+                          color="0.4")
         return save_figure(fig, out_stem)
 
 
@@ -314,8 +320,12 @@ def heatmap(matrix, out_stem: Path, *, xlabels, ylabels, xlabel: str, ylabel: st
 
 
 def image_rows(rows: dict[str, list], out_stem: Path, *, title: str = "", missing: str = "not run") -> list[Path]:
-    """One row of images per entry (``label -> list of uint8 arrays (C, H, W)``); an empty row shows ``missing``."""
+    """One row of images per entry (``label -> list of uint8 arrays (C, H, W)``); an empty row shows ``missing``;
+    every row empty: nothing is written (:func:`drop_figure`)."""
     import numpy as np
+
+    if not any(len(v) for v in rows.values()):
+        return drop_figure(out_stem)
 
     ncols = max([len(v) for v in rows.values()] + [1])
     with _style():
@@ -365,35 +375,3 @@ def bubble_panels(panels: dict, out_stem: Path, *, suptitle: str = "", missing: 
 
 #: marker per profile in :func:`ours_vs_paper` (a profile not listed: "o")
 PROFILE_MARKERS = {"cpu": "o", "quick": "s", "paper": "^", "smoke": "x"}
-
-
-def ours_vs_paper(panels: dict[str, list[dict]], out_stem: Path, *, band: float = 3.0) -> list[Path]:
-    """How close we are to each paper: one axes per paper (``panels``: title -> its cells, the ``cells.json``
-    records of :func:`osfl.reporting.runs.cell`), x = the paper's number, y = ours (mean, error bar = the seeds'
-    sample std where n > 1), the diagonal and a ±``band``-point band drawn, colour = dataset, marker = profile.
-    Only papers with at least one cell get a panel."""
-    panels = {k: v for k, v in panels.items() if v}
-    datasets = sorted({c["dataset"] for cells in panels.values() for c in cells})
-    colours = {ds: f"C{i}" for i, ds in enumerate(datasets)}
-    with _style():
-        fig, axes = _panel_grid(len(panels))
-        for ax, (title, cells) in zip(axes, panels.items()):
-            values = [v for c in cells for v in (c["paper"], c["ours"])]
-            lo, hi = max(0.0, min(values) - 5), min(100.0, max(values) + 5)
-            ax.fill_between([lo, hi], [lo - band, hi - band], [lo + band, hi + band], color="0.9", lw=0)
-            ax.plot([lo, hi], [lo, hi], color="0.4", lw=0.8)
-            seen = set()
-            for c in cells:
-                key = (c["dataset"], c["profile"])
-                ax.errorbar(c["paper"], c["ours"], yerr=c["std"] or 0.0, fmt=PROFILE_MARKERS.get(c["profile"], "o"),
-                            ms=4, color=colours[c["dataset"]], elinewidth=0.8, capsize=1.5,
-                            label=None if key in seen else f"{c['dataset']}, {c['profile']}")
-                seen.add(key)
-            within = sum(abs(c["ours"] - c["paper"]) <= band for c in cells)
-            ax.set_title(_plain(f"{title}: {within} of {len(cells)} within ±{band:g}"), fontsize=9)
-            ax.set_xlim(lo, hi)
-            ax.set_ylim(lo, hi)
-            ax.set_aspect("equal")
-            _small_axes(ax, "paper (%)", "ours (%)")
-            ax.legend(fontsize=6, loc="upper left")
-        return save_figure(fig, out_stem)

@@ -13,6 +13,9 @@ the 10-pt Computer Modern the report is set in, plus the column padding (:data:`
 ``\fitwidth`` (the book's preamble) never scales below :data:`MIN_SCALE`: a table the estimate got wrong overflows
 the margin rather than setting its text below 7 pt.
 
+Figures. A figure narrower than the line is set at most :data:`MAX_ENLARGE` times its natural width
+(:func:`figure_width`), so a one-panel figure does not fill the page with 13-pt labels.
+
 Captions. At most :data:`CAPTION_CHARS` visible characters, about three lines of the page: the caption's leading
 sentences that fit (or its first words, ending in "…"); the rest is not lost, it moves to a note in small type under
 the table or figure (:func:`short_caption`).
@@ -20,15 +23,17 @@ the table or figure (:func:`short_caption`).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
-__all__ = ["CAPTION_CHARS", "CHAR_PT", "LINE_PT", "MIN_SCALE", "PAD_PT", "fit_table", "natural_width",
-           "short_caption", "split_wide", "visible"]
+__all__ = ["CAPTION_CHARS", "CHAR_PT", "LINE_PT", "MAX_ENLARGE", "MIN_SCALE", "PAD_PT", "figure_width", "fit_table",
+           "natural_width", "short_caption", "split_wide", "visible"]
 
 LINE_PT = 494.0  # A4 (597.5 pt) less two 18-mm margins (51 pt each)
 MIN_SCALE = 0.7  # 7-pt text in a 10-pt table: the smallest the report sets
 CHAR_PT = 5.0  # mean advance of a 10-pt Computer Modern character (digits are 5.0 pt, lower case 4.4-5.5)
 PAD_PT = 12.0  # 2 x \tabcolsep (6 pt)
 CAPTION_CHARS = 280  # about three lines of a 10-pt caption on the line width
+MAX_ENLARGE = 1.4  # a figure narrower than the line is enlarged at most this much (its 8-9-pt labels stay < 13 pt)
 
 _CELL = re.compile(r"(?<!\\)&")
 _WRAPPER = re.compile(r"\\[A-Za-z]+\*?(?=\{)")  # \textbf{...}: prints its argument only
@@ -148,3 +153,14 @@ def fit_table(tex: str) -> str:
     close = tex.rfind("\\end{table}")
     note = "\\par\\smallskip\n{\\footnotesize " + rest + "\\par}\n"
     return tex[:close] + note + tex[close:] if close >= 0 else tex + note
+
+
+def figure_width(pdf) -> str:
+    r"""The width to set a PDF figure at: ``\linewidth``, or :data:`MAX_ENLARGE` times its natural width (its first
+    page's MediaBox) where that is narrower."""
+    head = Path(pdf).read_bytes()[:4096].decode("latin-1")
+    m = re.search(r"/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]", head)
+    if not m:
+        return r"\linewidth"
+    width = (float(m.group(3)) - float(m.group(1))) * MAX_ENLARGE
+    return r"\linewidth" if width >= LINE_PT else f"{width:.0f}pt"

@@ -216,9 +216,22 @@ def write_status(out: Path, title: str, paper_dir: str, arts, status: dict[str, 
     return readme
 
 
+#: A state that starts so has no drawing or table of ours (its file, if any, is a placeholder): the report shows the
+#: state only.
+NOT_DRAWN = ("not run", "no run", "not drawn", "schematic", "a schematic", "a conceptual", "paper only")
+
+
+def drawn(out: Path, key: str) -> bool:
+    """Whether the render wrote a figure or table ``key`` under ``out`` (``<key>.png``/``.pdf``/``.tex``/``.md``)."""
+    return any((Path(out) / f"{key}{ext}").is_file() for ext in (".png", ".pdf", ".tex", ".md"))
+
+
 def write_index(out: Path, status: dict[str, str], claims: list[dict]) -> list[Path]:
     """``out``/status.json (artifact id -> its state, as the README's table says it) and ``out``/claims.json (the
-    claims' records, :meth:`.spread.Verdict.record`): what the compiled report reads of a paper."""
+    claims' records, :meth:`.spread.Verdict.record`): what the compiled report reads of a paper. A state that claims
+    a drawing (not :data:`NOT_DRAWN`) whose file the render did not write (every panel's runs missing) reads
+    "not drawn: <state>"."""
+    status = {k: v if drawn(out, k) or str(v).startswith(NOT_DRAWN) else f"not drawn: {v}" for k, v in status.items()}
     paths = [Path(out) / "status.json", Path(out) / "claims.json"]
     paths[0].write_text(json.dumps(status, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     paths[1].write_text(json.dumps(claims, indent=2) + "\n", encoding="utf-8")

@@ -9,7 +9,7 @@ from ... import cpu_profile
 from ...reporting.comparison import render_comparison
 from ...reporting.naming import seed_run
 from ...reporting.published import load_artifacts, load_published_table
-from ...reporting.runs import write_cells, write_index
+from ...reporting.runs import drawn, write_cells, write_index
 from ...reporting.spread import VERDICT_RULE, verdict_label
 from .runs import (
     COMMAND, HETERO_TABLES, NEEDS, Run, _reading, expected_paper_runs, expected_results, load_runs, not_current,
@@ -121,7 +121,10 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     written += figure_timing(runs, out / "figure13")
     for art in arts:  # figures 1 and 2 are schematics
         if art.kind == "figure" and art.id not in ("figure01", "figure02"):
-            status[art.id] = _figure_status(art.id, runs) + (
+            state = _figure_status(art.id, runs)
+            if not drawn(out, art.id) and not state.startswith("not run"):
+                state = "not run: no run of its datasets or splits here"
+            status[art.id] = state + (
                 f" ({ms_label} 2c/c; the paper shows MNIST)" if art.id == "figure05" and ms_label else "")
     verdicts = claims(runs, splits, U_r, ms_label, lambdas, seeds, base_seed)
     verdicts += row_claims(arts, runs, lambdas, base_seed) + local_curve_claims(runs, base_seed)
