@@ -15,7 +15,8 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-PAPERS := fedhydra fedmho hfldd ofeded benchmark
+# the pipelines, discovered: every papers/<name>/ with a dvc.yaml (osfl.discover does the same for Python)
+PAPERS := $(sort $(patsubst papers/%/dvc.yaml,%,$(wildcard papers/*/dvc.yaml)))
 
 .PHONY: install repro verify $(PAPERS) report deps check-deps lock test test-fast bench dag farm clean-venv hooks
 

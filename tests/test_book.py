@@ -7,6 +7,7 @@ import shutil
 import pytest
 from helpers import sh
 
+from osfl import discover
 from osfl.reporting import book
 
 needs_pdflatex = pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex not installed: apt-get "
@@ -64,8 +65,9 @@ def test_the_committed_reports_compile_into_one_pdf(tmp_path, repo_root):
     pdf = book.build_pdf(tmp_path / "r.pdf", repo_root / "papers", keep_tex=True)
     assert pdf.read_bytes().startswith(b"%PDF")
     tex = (tmp_path / "r.tex").read_text(encoding="utf-8")
-    for name in book.PAPERS.values():
-        assert re.search(r"\\section\{" + name, tex), name
+    for key in discover.papers(repo_root / "papers"):
+        name = discover.display_name(repo_root / "papers" / key)
+        assert re.search(r"\\section\{" + re.escape(name), tex), name
     assert tex.count(r"\begin{table}[H]") >= 10 and tex.count(r"\includegraphics") >= 10
     assert book.build_pdf(tmp_path / "again.pdf", repo_root / "papers").read_bytes() == pdf.read_bytes()
 

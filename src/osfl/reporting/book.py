@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from ..discover import display_name, papers as discovered_papers
 from ..provenance.lineage import AGREE, check as lineage
 from .published import load_artifacts
 from .runs import NOT_DRAWN
@@ -33,8 +34,6 @@ from .layout import figure_width, fit_table, short_caption
 from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts, verdict_label
 from .tables import escape_latex
 
-#: The papers in the report's order (the issues' order), with their folder under ``papers/``.
-PAPERS = {"fedhydra": "FedHydra", "fedmho": "FedMHO", "ofeded": "OFedED", "hfldd": "HFLDD"}
 PREAMBLE = r"""\documentclass[10pt,a4paper]{article}
 \usepackage[utf8]{inputenc}
 \usepackage[T1]{fontenc}
@@ -68,7 +67,7 @@ def _title(folder: Path) -> str:
     """``<name>: <the paper's title>`` (the title as artifacts.yaml gives it)."""
     meta = yaml.safe_load((folder / "published" / "artifacts.yaml").read_text(encoding="utf-8")).get("paper")
     title = str((meta.get("title") or meta.get("name")) if isinstance(meta, dict) else meta or "").strip()
-    name = PAPERS.get(folder.name, folder.name)
+    name = display_name(folder)
     return title if title.startswith(name) else f"{name}: {title}" if title else name
 
 
@@ -147,7 +146,7 @@ def closeness_section(papers: list[Paper], build: Path) -> list[str]:
     ours beside a paper number (``reports/cells.json``), ours against the paper's; the papers with none are named."""
     from .closeness import ours_vs_paper
 
-    cells = {PAPERS.get(p.key, p.key): _json(p.folder / "reports" / "cells.json", []) for p in papers}
+    cells = {display_name(p.folder): _json(p.folder / "reports" / "cells.json", []) for p in papers}
     drawn = {k: v for k, v in cells.items() if v}
     lines = [r"\section*{How close we are to each paper}", r"\addcontentsline{toc}{section}{How close we are}"]
     if not drawn:
@@ -192,7 +191,7 @@ def summary_section(papers: list[Paper]) -> list[str]:
     for p in papers:
         c = count_verdicts(x["verdict"] for x in p.claims)
         counts = " & ".join(str(c[v.replace(" ", "_")]) for v in VERDICTS)
-        lines.append(escape_latex(PAPERS.get(p.key, p.key)) + f" & {counts} & {len(p.claims)}" + r" \\")
+        lines.append(escape_latex(display_name(p.folder)) + f" & {counts} & {len(p.claims)}" + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{center}"]
     for p in papers:
         lines += [r"\subsection*{" + escape_latex(p.title) + "}", r"\begin{itemize}"]
@@ -225,7 +224,8 @@ def lineage_section(folders: list[Path]) -> list[str]:
                           "before a params key was one of their inputs. A verdict comparing such runs with the others "
                           "mixes settings: read it with this list."), r"\begin{itemize}"]
     for folder in folders:
-        name = PAPERS.get(folder.name, "cross-paper benchmark" if folder.name == "benchmark" else folder.name)
+        name = (display_name(folder) if (folder / "published" / "artifacts.yaml").is_file()
+                else "cross-paper benchmark" if folder.name == "benchmark" else folder.name)
         found = lineage(folder)
         lines.append(r"\item \textbf{" + escape_latex(name) + "}: "
                      + escape_latex(f"{len(found)} mismatch(es)" if found else AGREE))
@@ -315,7 +315,7 @@ def build_pdf(out: Path, papers_root: Path, keep_tex: bool = False) -> Path:
     """Write the report's LaTeX into a scratch folder, compile it twice with pdflatex and move the PDF to ``out``."""
     if shutil.which("pdflatex") is None:
         raise RuntimeError("pdflatex is not installed: apt-get install texlive-latex-base texlive-latex-recommended")
-    papers = [load_paper(papers_root / k) for k in PAPERS if (papers_root / k).is_dir()]
+    papers = [load_paper(papers_root / k) for k in discovered_papers(papers_root)]
     env = {**os.environ, "SOURCE_DATE_EPOCH": os.environ.get("SOURCE_DATE_EPOCH", "0"), "FORCE_SOURCE_DATE": "1"}
     with tempfile.TemporaryDirectory() as tmp:
         build = Path(tmp)

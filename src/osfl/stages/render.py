@@ -8,13 +8,15 @@ import importlib
 from pathlib import Path
 
 from ..config import load_params
+from ..discover import pipelines
 from .common import run_stage
 
-#: the papers with a module ``osfl.papers.<paper>`` whose ``render(params, results_root, prepared_root, out, *,
-#: paper_results_root, summary)`` writes its reports (a new paper: one module and one name here). Only the named
-#: paper's module is imported, so a paper's render stage depends on its own module (tests/test_dag_deps.py reads
-#: ``--paper`` from the command) and editing another paper's module re-runs nothing.
-PAPERS = ("fedhydra", "fedmho", "hfldd", "ofeded", "benchmark")
+#: the pipelines (folders papers/<name>/ with a dvc.yaml, :func:`osfl.discover.pipelines`), each with a module
+#: ``osfl.papers.<name>`` whose ``render(params, results_root, prepared_root, out, *, paper_results_root, summary)``
+#: writes its reports (a new paper: its folder and its module, no list to edit). Only the named paper's module is
+#: imported, so a paper's render stage depends on its own module (tests/test_dag_deps.py reads ``--paper`` from the
+#: command) and editing another paper's module re-runs nothing.
+PAPERS = tuple(pipelines())
 
 
 def main(argv=None) -> None:
