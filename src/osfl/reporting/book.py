@@ -137,7 +137,8 @@ def _figure(pdf: Path, local: Path, caption: str, height: str) -> list[str]:
     shutil.copyfile(pdf, local)
     lead, rest = short_caption(escape_latex(caption))
     return [r"\begin{figure}[H]", r"\centering",
-            rf"\includegraphics[width={figure_width(local)},height={height}\textheight,keepaspectratio]{{{local.name}}}",
+            rf"\includegraphics[width={figure_width(local)},height={height}\textheight,keepaspectratio]"
+            rf"{{{local.name}}}",
             r"\caption{" + lead + "}"] + ([r"{\footnotesize " + rest + r"\par}"] if rest else []) + [r"\end{figure}"]
 
 
@@ -259,7 +260,8 @@ def paper_section(p: Paper, build: Path) -> list[str]:
                 lines += [r"\clearpage", body]
         elif a.kind == "figure" and pdf.is_file() and not p.status.get(a.id, "not run").startswith(NOT_DRAWN):
             lines += _figure(pdf, build / f"{p.key}-{a.id}.pdf",
-                             f"{a.label} (paper): {a.caption} Ours ({a.id}.pdf): {p.status[a.id]}", "0.6")
+                             f"{a.label}, ours ({a.id}.pdf): {p.status[a.id]}. The paper's own setting, which "
+                             f"ours may not share: {a.caption}", "0.6")
     for k in extra:
         body = _table((reports / f"{k}.tex").read_text(encoding="utf-8"))
         if body is not None:
