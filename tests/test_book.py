@@ -111,7 +111,7 @@ def test_the_first_section_draws_each_papers_cells_against_the_paper(tmp_path):
         folder = tmp_path / key
         (folder / "reports").mkdir(parents=True)
         (folder / "reports" / "cells.json").write_text(json.dumps(cells))
-        papers.append(book.Paper(key, folder, key))
+        papers.append(book.Paper(key, folder, {"hfldd": "HFLDD", "ofeded": "OFedED"}[key]))
     build = tmp_path / "build"
     build.mkdir()
     lines = book.closeness_section(papers, build)

@@ -81,3 +81,17 @@ def test_a_narrow_figure_is_enlarged_at_most_1_4_times(tmp_path):
     width = float(layout.figure_width(small).removesuffix("pt"))
     assert 3 * 72 * 0.9 * layout.MAX_ENLARGE < width < 3 * 72 * 1.05 * layout.MAX_ENLARGE  # tight bbox: about 3 in
     assert layout.figure_width(big) == "\\linewidth"
+
+
+def test_long_settings_notes_move_to_the_section_end_once_each():
+    long_note = "Profile cpu. Reductions: " + "local.epochs=20 (200 local epochs would take 1.9 h); " * 12
+    table = "\\begin{table}\n\\caption{T.}\n\\begin{tabular}{ll}\na & b \\\\\n\\end{tabular}\n\\par\\smallskip\n{\\footnotesize " \
+        + long_note + "\\par}\n\\end{table}\n"
+    short = table.replace(long_note, "Seeds 0, 1, 2.")
+    notes = layout.Notes()
+    first, second = notes.move(table, "table1"), notes.move(table, "table2")
+    assert long_note not in first and "note S1 at the end of this section" in first and first == second
+    assert notes.move(short, "table3") == short  # a short note stays under its table
+    section = "\n".join(notes.section("Settings"))
+    assert section.count(long_note.strip()) == 1 and "(table1, table2)" in section
+    assert layout.Notes().section("Settings") == []

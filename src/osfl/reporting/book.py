@@ -30,7 +30,7 @@ from ..discover import display_name, papers as discovered_papers
 from ..provenance.lineage import AGREE, check as lineage
 from .published import load_artifacts
 from .runs import NOT_DRAWN
-from .layout import figure_width, fit_table, short_caption
+from .layout import Notes, figure_width, fit_table, short_caption
 from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts, verdict_label
 from .tables import escape_latex
 
@@ -61,6 +61,11 @@ class Paper:
     artifacts: list = field(default_factory=list)
     status: dict = field(default_factory=dict)
     claims: list = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """The paper's short name: its title's part before ":" (:func:`_title` puts it there), else its key."""
+        return self.title.split(":", 1)[0].strip() or self.key
 
 
 def _title(folder: Path) -> str:
@@ -123,12 +128,16 @@ def drop_unrun_columns(tex: str) -> str | None:
     return tex[:m.start()] + table + rest[:close] + "\n\\par\\smallskip\n" + note + rest[close:]
 
 
-def _table(tex: str) -> str | None:
+def _table(tex: str, notes: Notes | None = None, user: str = "") -> str | None:
     """A rendered table as the report places it: columns without a number of ours left out
     (:func:`drop_unrun_columns`; None: nothing of ours), set at 7 pt or more with a caption of at most three lines
-    (:func:`.layout.fit_table`), kept where it stands."""
+    (:func:`.layout.fit_table`), kept where it stands; with ``notes``, its long settings note moved to the section's
+    end under ``user`` (:class:`.layout.Notes`)."""
     body = drop_unrun_columns(tex)
-    return None if body is None else fit_table(body).replace(r"\begin{table}", r"\begin{table}[H]")
+    if body is None:
+        return None
+    body = fit_table(body).replace(r"\begin{table}", r"\begin{table}[H]")
+    return notes.move(body, user) if notes is not None else body
 
 
 def _figure(pdf: Path, local: Path, caption: str, height: str) -> list[str]:
@@ -147,7 +156,7 @@ def closeness_section(papers: list[Paper], build: Path) -> list[str]:
     ours beside a paper number (``reports/cells.json``), ours against the paper's; the papers with none are named."""
     from .closeness import ours_vs_paper
 
-    cells = {display_name(p.folder): _json(p.folder / "reports" / "cells.json", []) for p in papers}
+    cells = {p.name: _json(p.folder / "reports" / "cells.json", []) for p in papers}
     drawn = {k: v for k, v in cells.items() if v}
     lines = [r"\section*{How close we are to each paper}", r"\addcontentsline{toc}{section}{How close we are}"]
     if not drawn:
@@ -192,7 +201,7 @@ def summary_section(papers: list[Paper]) -> list[str]:
     for p in papers:
         c = count_verdicts(x["verdict"] for x in p.claims)
         counts = " & ".join(str(c[v.replace(" ", "_")]) for v in VERDICTS)
-        lines.append(escape_latex(display_name(p.folder)) + f" & {counts} & {len(p.claims)}" + r" \\")
+        lines.append(escape_latex(p.name) + f" & {counts} & {len(p.claims)}" + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{center}"]
     for p in papers:
         lines += [r"\subsection*{" + escape_latex(p.title) + "}", r"\begin{itemize}"]
@@ -252,21 +261,22 @@ def paper_section(p: Paper, build: Path) -> list[str]:
         lines.append(f"{escape_latex(a.id)} & {escape_latex(a.label)} & {escape_latex(state)}" + r" \\")
     lines += [f"{escape_latex(k)} & ours & {escape_latex(p.status[k])}" + r" \\" for k in extra]
     lines += [r"\bottomrule", r"\end{tabular}}", r"\end{center}"]
+    notes = Notes()  # the tables' long settings notes, once each, at the section's end
     for a in p.artifacts:
         tex, pdf = reports / f"{a.id}.tex", reports / f"{a.id}.pdf"
         if a.kind == "table" and tex.is_file():
-            body = _table(tex.read_text(encoding="utf-8"))
+            body = _table(tex.read_text(encoding="utf-8"), notes, escape_latex(a.id))
             if body is not None:
-                lines += [r"\clearpage", body]
+                lines.append(body)
         elif a.kind == "figure" and pdf.is_file() and not p.status.get(a.id, "not run").startswith(NOT_DRAWN):
             lines += _figure(pdf, build / f"{p.key}-{a.id}.pdf",
                              f"{a.label}, ours ({a.id}.pdf): {p.status[a.id]}. The paper's own setting, which "
                              f"ours may not share: {a.caption}", "0.6")
     for k in extra:
-        body = _table((reports / f"{k}.tex").read_text(encoding="utf-8"))
+        body = _table((reports / f"{k}.tex").read_text(encoding="utf-8"), notes, escape_latex(k))
         if body is not None:
-            lines += [r"\clearpage", body]
-    return lines
+            lines.append(body)
+    return lines + notes.section(escape_latex(f"Settings, seeds and machines of {p.name}'s tables"))
 
 
 def benchmark_section(folder: Path, build: Path) -> list[str]:
@@ -280,7 +290,8 @@ def benchmark_section(folder: Path, build: Path) -> list[str]:
                                      "one-shot method on the same partitions will come here.")]
     # one table and figure per dataset (table.tex, then table_<dataset>.tex), the client-number sweep, the figures
     tables = [reports / "table.tex"] + sorted(reports.glob("table_*.tex")) + [reports / "nclients.tex"]
-    lines += [_table(t.read_text(encoding="utf-8")) or "" for t in tables if t.is_file()]
+    notes = Notes()
+    lines += [_table(t.read_text(encoding="utf-8"), notes, escape_latex(t.stem)) or "" for t in tables if t.is_file()]
     for fig in [reports / "figure.pdf"] + sorted(reports.glob("figure_*.pdf")):
         if fig.is_file():
             lines += _figure(fig, build / f"benchmark-{fig.name}",
@@ -291,7 +302,7 @@ def benchmark_section(folder: Path, build: Path) -> list[str]:
         lines += [r"\paragraph{Orderings beside the papers'.} " + escape_latex(
             "The papers ran other client counts, models and epochs: their orders, not their numbers, are compared."),
             r"\begin{itemize}"] + [r"\item " + escape_latex(line.strip()) for line in order] + [r"\end{itemize}"]
-    return lines
+    return lines + notes.section("Settings, seeds and machines of the benchmark's tables")
 
 
 def document(papers: list[Paper], build: Path, benchmark: Path | None = None) -> str:

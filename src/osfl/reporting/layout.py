@@ -19,20 +19,25 @@ Figures. A figure narrower than the line is set at most :data:`MAX_ENLARGE` time
 Captions. At most :data:`CAPTION_CHARS` visible characters, about three lines of the page: the caption's leading
 sentences that fit (or its first words, ending in "…"); the rest is not lost, it moves to a note in small type under
 the table or figure (:func:`short_caption`).
+
+Notes. A note under a table longer than :data:`NOTE_CHARS` (the settings in force: profile, reductions with their
+reasons, guards, precision, machines) is replaced by a pointer, and set once, with the tables that share it, at the
+end of the section (:class:`Notes`): the tables stay next to each other instead of between pages of settings.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-__all__ = ["CAPTION_CHARS", "CHAR_PT", "LINE_PT", "MAX_ENLARGE", "MIN_SCALE", "PAD_PT", "figure_width", "fit_table",
-           "natural_width", "short_caption", "split_wide", "visible"]
+__all__ = ["CAPTION_CHARS", "CHAR_PT", "LINE_PT", "MAX_ENLARGE", "MIN_SCALE", "NOTE_CHARS", "PAD_PT", "Notes",
+           "figure_width", "fit_table", "natural_width", "short_caption", "split_wide", "visible"]
 
 LINE_PT = 494.0  # A4 (597.5 pt) less two 18-mm margins (51 pt each)
 MIN_SCALE = 0.7  # 7-pt text in a 10-pt table: the smallest the report sets
 CHAR_PT = 5.0  # mean advance of a 10-pt Computer Modern character (digits are 5.0 pt, lower case 4.4-5.5)
 PAD_PT = 12.0  # 2 x \tabcolsep (6 pt)
 CAPTION_CHARS = 280  # about three lines of a 10-pt caption on the line width
+NOTE_CHARS = 400  # a note under a table longer than this (about four small lines) moves to the section's end
 MAX_ENLARGE = 1.4  # a figure narrower than the line is enlarged at most this much (its 8-9-pt labels stay < 13 pt)
 
 _CELL = re.compile(r"(?<!\\)&")
@@ -164,3 +169,43 @@ def figure_width(pdf) -> str:
         return r"\linewidth"
     width = (float(m.group(3)) - float(m.group(1))) * MAX_ENLARGE
     return r"\linewidth" if width >= LINE_PT else f"{width:.0f}pt"
+
+
+_NOTE = re.compile(r"\\par\\smallskip\n\{\\footnotesize (.*?)\\par\}\n?", flags=re.S)
+
+
+class Notes:
+    """The long notes under one section's tables (see the module docstring), each kept once with the tables that
+    carry it; ``prefix`` numbers them ("S1", "S2", ...)."""
+
+    def __init__(self, prefix: str = "S"):
+        self.prefix = prefix
+        self.texts: list[str] = []
+        self.users: list[list[str]] = []
+
+    def move(self, tex: str, user: str) -> str:
+        """``tex`` with each note longer than :data:`NOTE_CHARS` replaced by a pointer to its number; ``user``
+        (LaTeX text, e.g. the table's id) is listed beside the note."""
+        def pointer(m: re.Match) -> str:
+            text = m.group(1).strip()
+            if len(visible(text)) <= NOTE_CHARS:
+                return m.group(0)
+            if text not in self.texts:
+                self.texts.append(text)
+                self.users.append([])
+            i = self.texts.index(text)
+            if user not in self.users[i]:
+                self.users[i].append(user)
+            return ("\\par\\smallskip\n{\\footnotesize Settings, seeds and machines: note "
+                    f"{self.prefix}{i + 1} at the end of this section.\\par}}\n")
+
+        return _NOTE.sub(pointer, tex)
+
+    def section(self, title: str) -> list[str]:
+        """The notes as a list under ``title`` (LaTeX lines); none: []."""
+        if not self.texts:
+            return []
+        lines = ["\\subsection*{" + title + "}", "{\\footnotesize", "\\begin{description}"]
+        lines += [f"\\item[{self.prefix}{i + 1}] ({', '.join(users)}) {text}"
+                  for i, (text, users) in enumerate(zip(self.texts, self.users))]
+        return lines + ["\\end{description}", "}"]
