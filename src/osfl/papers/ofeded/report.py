@@ -10,8 +10,8 @@ import pandas as pd
 from ... import cpu_profile
 from ...reporting.figures import curve_panels, grouped_bar_panels
 from ...reporting.published import load_artifacts
-from ...reporting.runs import read_runs, write_status
-from ...reporting.spread import Verdict
+from ...reporting.runs import read_runs
+from ...reporting.skeleton import Built, Context, build_all, finish, table_vs_paper
 from ...reporting.tables import write_table
 from .tables import ACC_CELLS, DATASET_LABELS, _entries, table1, table3, table3_sides
 from .claims import ablation_claims, claims, student_claims, teacher_claims
@@ -20,100 +20,98 @@ from .figures import (
 )
 from .costs import COST_NOTE, cost_tables
 
+def _seeds_note(params: dict) -> str:
+    return (f"Seeds {params.get('seeds')}; {params.get('clients')} clients, {params.get('model')}, partition "
+            f"{params.get('partition')}. {cpu_profile.describe(params)}")
+
+
+def _table1(ctx: Context, art) -> Built | None:
+    runs = read_runs(ctx.results, ctx.params, _entries(ctx.params))
+    cells, numbers = table1(ctx.params, runs, art)
+    gaps = [v["mean"] - v["paper"] for v in numbers.values() if not math.isnan(v["paper"])]
+    failed = int(cells.attrs.get("failed_guard", 0))
+    if not (numbers or failed):
+        return None
+    return Built(f"{len(numbers)} cells run" + (f"; {failed} failed their regime guards" if failed else ""),
+                 table_vs_paper(ctx, art, cells, ACC_CELLS + _seeds_note(ctx.params)),
+                 {"cells_run": len(numbers), "cells_failed_guard": failed,
+                  "mean_gap": round(float(np.mean(gaps)), 4) if gaps else None},
+                 claims(numbers, ctx.results))
+
+
+def _table23(ctx: Context, art) -> Built | None:
+    cells, done = (table2 if art.id == "table2" else table3)(ctx.params, ctx.results, art)
+    if not done:
+        return None
+    return Built(f"{done} cells run", table_vs_paper(ctx, art, cells, CELL_NOTES[art.id] + _seeds_note(ctx.params)),
+                 {"cells_run": done},
+                 ablation_claims(table3_sides(ctx.params, ctx.results)) if art.id == "table3" else [])
+
+
+def _costs(ctx: Context, art) -> Built | None:
+    tables = ctx.once("costs", lambda: cost_tables(ctx.params, ctx.results, ctx.shared["arts"]))
+    df = tables[0] if art.id == "table4" else tables[1]
+    if df is None:
+        return None
+    ours = [i for i in df.index if "(ours" in i]
+    return Built(f"{len(ours)} rows of ours (counted)",
+                 table_vs_paper(ctx, art, df, COST_NOTE + _seeds_note(ctx.params)), {"rows_run": len(ours)})
+
+
+def _fig2a(ctx: Context, art) -> Built | None:
+    panels = teacher_curves(ctx.params, ctx.results)
+    if all(v is None for v in panels.values()):
+        return None
+    files = curve_panels(panels, ctx.out / art.id, suptitle=f"{art.label}: the ensemble's test accuracy per server "
+                         "epoch (ours; mean over seeds)", xlabel="Server epoch", ylabel="Ensemble test accuracy (%)")
+    return Built(f"{sum(v is not None for v in panels.values())} panels run", files,
+                 verdicts=teacher_claims(teacher_sides(ctx.params, ctx.results)))
+
+
+def _fig2c(ctx: Context, art) -> Built | None:
+    panels, numbers = student_bars(ctx.params, ctx.results)
+    if not any(panels.values()):
+        return None
+    files = grouped_bar_panels(panels, ctx.out / art.id, suptitle=f"{art.label}: student architectures (ours; mean "
+                               "final accuracy over seeds)")
+    return Built(f"{sum(bool(v) for v in panels.values())} panels run", files, verdicts=student_claims(numbers))
+
+
+def _sweep(ctx: Context, art) -> Built | None:
+    """Fig. 2(b) (images per class) and Fig. 3 (Gaussian noise): OFedED's accuracy along one knob."""
+    if art.id == "fig2b":
+        panels, claims_ = ipc_panels(ctx.params, ctx.results)
+        title, xlabel, note = "OFedED's accuracy against images per class", "IPC", None
+    else:
+        panels, claims_ = dp_panels(ctx.params, ctx.results)
+        title, xlabel, note = "OFedED's accuracy with Gaussian noise", "Noise level σ", DP_NOTE
+    if all(v is None for v in panels.values()):
+        return None
+    files = curve_panels(panels, ctx.out / art.id, suptitle=f"{art.label}: {title} (ours; mean over seeds)",
+                         xlabel=xlabel, ylabel="Top-1 test accuracy (%)")
+    return Built(f"{sum(v is not None for v in panels.values())} panels run" + (f". {note}" if note else ""), files,
+                 verdicts=claims_)
+
+
+#: OFedED's artifacts: id -> builder (osfl.reporting.skeleton)
+BUILDERS = {"table1": _table1, "table2": _table23, "table3": _table23, "table4": _costs, "table5": _costs,
+            "fig2a": _fig2a, "fig2b": _sweep, "fig2c": _fig2c, "fig3": _sweep}
+
+
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path, published_root: str = "published",
            paper_results_root: Path | None = None, summary: Path | None = None) -> list[Path]:
     """Every built artifact under ``out`` and README.md with each artifact's state and the claim verdicts; with
     ``summary``, the pipeline's summary metrics there."""
     out.mkdir(parents=True, exist_ok=True)
     arts = load_artifacts(published_root)
-    written: list[Path] = []
-    status: dict[str, str] = {}
-    metrics: dict = {}
-    verdicts: list[tuple[str, Verdict]] = []
-    seeds_note = (f"Seeds {params.get('seeds')}; {params.get('clients')} clients, {params.get('model')}, partition "
-                  f"{params.get('partition')}. {cpu_profile.describe(params)}")
-    runs = read_runs(Path(results_root), params, _entries(params))
-    cost = None
-    for art in arts:
-        if art.id == "table1":
-            cells, numbers = table1(params, runs, art)
-            gaps = [v["mean"] - v["paper"] for v in numbers.values() if not math.isnan(v["paper"])]
-            failed = int(cells.attrs.get("failed_guard", 0))
-            if numbers or failed:
-                written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
-                                       f"tab:{art.id}-vs-paper", notes=ACC_CELLS + seeds_note)
-                status[art.id] = f"{len(numbers)} cells run" + (f"; {failed} failed their regime guards" if failed else "")
-                metrics[art.id] = {"cells_run": len(numbers), "cells_failed_guard": failed,
-                                   "mean_gap": round(float(np.mean(gaps)), 4) if gaps else None}
-                verdicts += claims(numbers, Path(results_root))
-            else:
-                status[art.id] = "no run yet"
-        elif art.id in ("table2", "table3"):
-            cells, done = (table2 if art.id == "table2" else table3)(params, Path(results_root), art)
-            if done:
-                written += write_table(cells, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
-                                       f"tab:{art.id}-vs-paper", notes=CELL_NOTES[art.id] + seeds_note)
-                status[art.id], metrics[art.id] = f"{done} cells run", {"cells_run": done}
-                if art.id == "table3":
-                    verdicts += ablation_claims(table3_sides(params, Path(results_root)))
-            else:
-                status[art.id] = "no run yet"
-        elif art.id in ("table4", "table5"):
-            if cost is None:
-                cost = cost_tables(params, Path(results_root), {a.id: a for a in arts})
-            df = cost[0] if art.id == "table4" else cost[1]
-            if df is not None:
-                written += write_table(df, out / art.id, f"{art.label} (paper) vs ours: {art.caption}",
-                                       f"tab:{art.id}-vs-paper", notes=COST_NOTE + seeds_note)
-                ours = [i for i in df.index if "(ours" in i]
-                status[art.id] = f"{len(ours)} rows of ours (counted)"
-                metrics[art.id] = {"rows_run": len(ours)}
-            else:
-                status[art.id] = "no run yet"
-        elif art.id == "fig2a":
-            panels = teacher_curves(params, Path(results_root))
-            if any(v is not None for v in panels.values()):
-                written += curve_panels(panels, out / art.id, suptitle=f"{art.label}: the ensemble's test accuracy "
-                                        "per server epoch (ours; mean over seeds)", xlabel="Server epoch",
-                                        ylabel="Ensemble test accuracy (%)")
-                status[art.id] = f"{sum(v is not None for v in panels.values())} panels run"
-                verdicts += teacher_claims(teacher_sides(params, Path(results_root)))
-            else:
-                status[art.id] = "no run yet"
-        elif art.id == "fig2c":
-            panels, numbers = student_bars(params, Path(results_root))
-            if any(panels.values()):
-                written += grouped_bar_panels(panels, out / art.id, suptitle=f"{art.label}: student architectures "
-                                              "(ours; mean final accuracy over seeds)")
-                status[art.id] = f"{sum(bool(v) for v in panels.values())} panels run"
-                verdicts += student_claims(numbers)
-            else:
-                status[art.id] = "no run yet"
-        elif art.id in ("fig2b", "fig3"):
-            if art.id == "fig2b":
-                panels, claims_ = ipc_panels(params, Path(results_root))
-                title, xlabel, note = "OFedED's accuracy against images per class", "IPC", None
-            else:
-                panels, claims_ = dp_panels(params, Path(results_root))
-                title, xlabel, note = "OFedED's accuracy with Gaussian noise", "Noise level σ", DP_NOTE
-            if any(v is not None for v in panels.values()):
-                written += curve_panels(panels, out / art.id, suptitle=f"{art.label}: {title} (ours; mean over "
-                                        "seeds)", xlabel=xlabel, ylabel="Top-1 test accuracy (%)")
-                status[art.id] = f"{sum(v is not None for v in panels.values())} panels run" + (
-                    f". {note}" if note else "")
-                verdicts += claims_
-            else:
-                status[art.id] = "no run yet"
-        elif art.id in SCHEMATICS:
-            status[art.id] = SCHEMATICS[art.id]
-        else:
-            status[art.id] = "not built yet (issue 17)"
+    ctx = Context(params, Path(results_root), Path(prepared_root), out, shared={"arts": {a.id: a for a in arts}})
+    report = build_all(ctx, arts, BUILDERS, SCHEMATICS, not_built="not built yet (issue 17)")
     runs_df = run_table(params, Path(results_root))
     if runs_df is not None:
-        written += write_table(runs_df, out / "runs", "Every server run: final and best test accuracy, OFedED's gate and "
-                               "fine-tunes, the regime guards", "tab:ofeded-runs", notes=RUNS_NOTE + seeds_note)
-    written.append(write_status(out, "OFedED", "papers/ofeded", arts, status, "Table 1", verdicts, metrics, summary))
-    return written
+        report.files += write_table(runs_df, out / "runs", "Every server run: final and best test accuracy, OFedED's "
+                                    "gate and fine-tunes, the regime guards", "tab:ofeded-runs",
+                                    notes=RUNS_NOTE + _seeds_note(params))
+    return finish(ctx, report, arts, "OFedED", "papers/ofeded", "Table 1", summary)
 
 
 RUNS_NOTE = ("Final = the last server epoch (the tables' number); best = the best epoch (what Co-Boosting's and DENSE's "
