@@ -133,4 +133,6 @@ def test_each_summary_line_says_n_the_difference_and_the_spread():
     assert book.basis_of("all three to two decimals") == ""
     paper = book.Paper("hfldd", None, "HFLDD", claims=[{"artifact": "", "claim": "C", "verdict": "holds",
                                                          "evidence": one}])
-    assert "(n = 3, difference +10.00, spread 1.00)" in "\n".join(book.summary_section([paper]))
+    assert book.basis_parts(several) == ("1-3", "+0.50", "1.00", True)
+    # the summary is one table per paper: claim, verdict, n, difference, spread
+    assert "C & \\textbf{holds} & 3 & +10.00 & 1.00 \\\\" in "\n".join(book.summary_section([paper]))

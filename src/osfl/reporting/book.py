@@ -39,6 +39,8 @@ PREAMBLE = r"""\documentclass[10pt,a4paper]{article}
 \usepackage[T1]{fontenc}
 \usepackage[margin=18mm]{geometry}
 \usepackage{booktabs}
+\usepackage{longtable}
+\usepackage{array}
 \usepackage{graphicx}
 \usepackage{float}
 \usepackage[hidelinks]{hyperref}
@@ -172,21 +174,34 @@ def closeness_section(papers: list[Paper], build: Path) -> list[str]:
 _BASIS = re.compile(r"\(n = (\d+)\)(?:: difference ([+-]\d+(?:\.\d+)?), (spread \d+(?:\.\d+)?|no spread))?")
 
 
-def basis_of(evidence: str) -> str:
-    """``"n = 3, difference +2.00, spread 1.00"`` from a claim's evidence (its comparisons' bases,
-    :meth:`osfl.reporting.spread.Verdict.text`); several comparisons: the range of n and the one closest to the
-    decision (the smallest |difference| - spread). "" when the evidence names no seed count."""
+def basis_parts(evidence: str) -> tuple[str, str, str, bool]:
+    """(n, difference, spread, of several) from a claim's evidence (its comparisons' bases,
+    :meth:`osfl.reporting.spread.Verdict.text`): ``("3", "+2.00", "1.00", False)``; several comparisons: the range of
+    n ("1-3") and the one closest to the decision (the smallest |difference| - spread), ``True``. Empty strings where
+    the evidence names no seed count (or no difference)."""
     found = _BASIS.findall(evidence or "")
     if not found:
-        return ""
+        return "", "", "", False
     ns = sorted({int(n) for n, _, _ in found})
-    n_text = f"n = {ns[0]}" if len(ns) == 1 else f"n = {ns[0]}-{ns[-1]}"
+    n_text = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}-{ns[-1]}"
     judged = [(abs(float(d)) - (float(s.split()[1]) if s.startswith("spread") else 0.0), d, s)
               for _, d, s in found if d]
     if not judged:
-        return n_text
+        return n_text, "", "", False
     _, d, s = min(judged)
-    return f"{n_text}, difference {d}, {s}" + (" (closest of several)" if len(judged) > 1 else "")
+    return n_text, d, s.removeprefix("spread "), len(judged) > 1
+
+
+def basis_of(evidence: str) -> str:
+    """``"n = 3, difference +2.00, spread 1.00"`` from a claim's evidence (:func:`basis_parts`; several comparisons:
+    "(closest of several)" after it). "" when the evidence names no seed count."""
+    n, d, s, several = basis_parts(evidence)
+    if not n:
+        return ""
+    if not d:
+        return f"n = {n}"
+    return f"n = {n}, difference {d}, " + (s if s == "no spread" else f"spread {s}") + (
+        " (closest of several)" if several else "")
 
 
 def summary_section(papers: list[Paper]) -> list[str]:
@@ -195,31 +210,36 @@ def summary_section(papers: list[Paper]) -> list[str]:
              "Each paper's claims, judged on our runs by the rule of its report: a comparison is decided only on "
              "n >= 3 seeds, by a difference beyond the larger of the two sides' sample std; with fewer seeds it is "
              "not judged (n = k); runs with degenerate inputs (at chance after epoch 0 or at the final epoch) or "
-             "failed regime guards are not judged. Each line gives the seeds n, the difference and the spread of "
-             "the comparisons it rests on.", "", r"\begin{center}", r"\begin{tabular}{l" + "r" * (len(VERDICTS) + 1) + "}", r"\toprule",
+             "failed regime guards are not judged. Each row gives the seeds n, the difference and the spread of "
+             "the comparisons it rests on.", "", r"\begin{center}\small",
+             r"\fitwidth{\begin{tabular}{l" + "r" * (len(VERDICTS) + 1) + "}", r"\toprule",
              "Paper & " + " & ".join(v for v in VERDICTS) + r" & claims \\", r"\midrule"]
     for p in papers:
         c = count_verdicts(x["verdict"] for x in p.claims)
         counts = " & ".join(str(c[v.replace(" ", "_")]) for v in VERDICTS)
         lines.append(escape_latex(p.name) + f" & {counts} & {len(p.claims)}" + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{center}"]
+    lines += [r"\bottomrule", r"\end{tabular}}", r"\end{center}"]
+    lines.append(escape_latex("In the tables below, n is the number of common seeds, the difference is of the means "
+                              "and the spread the larger sample std (or, for one seed, the epoch-to-epoch swing); * "
+                              "marks the comparison closest to the decision among several."))
     for p in papers:
-        lines += [r"\subsection*{" + escape_latex(p.title) + "}", r"\begin{itemize}"]
+        lines += [r"\subsection*{" + escape_latex(p.title) + "}"]
         aside = [c for c in p.claims if c["verdict"] in (NOT_RUN, NOT_TESTABLE)]
+        rows = []
         for c in (c for c in p.claims if c not in aside):
             where = f" [{c['artifact']}]" if c.get("artifact") else ""
-            basis = basis_of(c.get("evidence", ""))
-            lines.append(r"\item " + escape_latex(f"{c['claim']}{where}") + r" --- \textbf{"
-                         + escape_latex(verdict_label(c["verdict"], c.get("reason"))) + "}"
-                         + (" " + escape_latex(f"({basis})") if basis else ""))
-        for kind in (NOT_RUN, NOT_TESTABLE):
-            left = [c for c in aside if c["verdict"] == kind]
-            if left:
-                where = sorted({c.get("artifact") or "the text" for c in left})
-                lines.append(r"\item " + escape_latex(f"{len(left)} claim(s) {kind} (" + ", ".join(where) + ")"))
-        if not p.claims:
-            lines.append(r"\item " + escape_latex("no claim judged yet"))
-        lines.append(r"\end{itemize}")
+            n, d, spread, several = basis_parts(c.get("evidence", ""))
+            rows.append(" & ".join([escape_latex(f"{c['claim']}{where}"),
+                                    r"\textbf{" + escape_latex(verdict_label(c["verdict"], c.get("reason"))) + "}",
+                                    n, escape_latex(d + ("*" if several else "")), escape_latex(spread)]) + r" \\")
+        if rows:
+            lines += [r"{\small\begin{longtable}{>{\raggedright\arraybackslash}p{8.2cm}>{\raggedright\arraybackslash}p{3.2cm}lrr}", r"\toprule",
+                      r"claim [artifact] & verdict & n & difference & spread \\", r"\midrule", r"\endhead",
+                      *rows, r"\bottomrule", r"\end{longtable}}"]
+        left = [escape_latex(f"{len(x)} claim(s) {kind} (" + ", ".join(
+            sorted({c.get("artifact") or "the text" for c in x})) + ").")
+            for kind in (NOT_RUN, NOT_TESTABLE) if (x := [c for c in aside if c["verdict"] == kind])]
+        lines += left + ([] if p.claims else [escape_latex("No claim judged yet.")])
     return lines
 
 
