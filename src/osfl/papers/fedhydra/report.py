@@ -9,7 +9,8 @@ from ... import cpu_profile
 from ...reporting.comparison import render_comparison
 from ...reporting.naming import seed_run
 from ...reporting.published import load_artifacts, load_published_table
-from ...reporting.runs import drawn, write_cells, write_index
+from ...reporting.runs import NOT_DRAWN, drawn, write_cells, write_index
+from ...reporting.skeleton import Built, Context, build_all
 from ...reporting.spread import VERDICT_RULE, verdict_label
 from .runs import (
     COMMAND, HETERO_TABLES, NEEDS, Run, _reading, expected_paper_runs, expected_results, load_runs, not_current,
@@ -25,6 +26,68 @@ from .figures import (
 from .claims import claims, local_curve_claims, paper_profile_claims, row_claims
 from .cpu import BENCHMARK, K_STEM, LONG, STEMS as CPU_STEMS, cpu_table, k_table
 from .rounds import IN_PLACE_OF, fashion_rounds
+
+def _table(ctx: Context, art) -> Built:
+    """A table of the paper with ours beside it (render_comparison); the paper's numbers alone where nothing ran."""
+    runs, params = ctx.shared["runs"], ctx.params
+    lambdas, seeds, base_seed = ctx.shared["lambdas"], ctx.shared["seeds"], ctx.shared["base_seed"]
+    ours = table_cells(art, runs, lambdas, seeds, base_seed)
+    paper = load_published_table(art)
+    ctx.shared["gaps"][art.id] = table_gaps(paper, ours)
+    used = [r for r in runs.values() if r.metrics]
+    need = NEEDS.get(art.id, "its datasets in `datasets`")
+    extra = _variant_rows(art.id, params, ours)
+    note = (_note(used, ctx.shared["described"], _seeds_text(art.id, runs, seeds, base_seed)) if ours
+            else f"Not run: needs {need} in papers/fedhydra/params.yaml.")
+    if ours and art.id in HETERO_TABLES:
+        archs = sorted({", ".join(c["arch"] for c in (r.clients or {}).get("per_client", []))
+                        for n, r in runs.items() if n.endswith("-hetero")})
+        server = (params.get("hetero") or {}).get("server_model", "?")
+        note += f" Clients M1..M5 in force: {'; '.join(archs)}; server: {server} (hetero.server_model)."
+    for extra_note in (_reading_note(art.id, runs, lambdas, seeds, base_seed), _ot_note(art.id, runs),
+                       _variants_note(extra)):
+        note += f" {extra_note}" if extra_note else ""
+    files = render_comparison(art, ours, ctx.out, note=note, extra_rows=extra)
+    n_paper = sum(1 for r, _ in ours if r in paper.index)
+    n_variant = len(ours) - n_paper
+    return Built(f"{n_paper} of {paper.size} cells run" + (f", {n_variant} variant cell(s)" if n_variant else "")
+                 if ours else f"paper only (needs {need})", files)
+
+
+def _draw(ctx: Context, art) -> list[Path]:
+    """The figure's drawing from the runs present (Figs. 3-13); Fig. 5 keeps its MS label and weights in
+    ``ctx.shared`` for the claims."""
+    runs, out = ctx.shared["runs"], ctx.out / art.id
+    curves = {"figure03": ("fmnist", "Fig. 3: FashionMNIST"), "figure04": ("cifar10", "Fig. 4: CIFAR10"),
+              "figure10": ("mnist", "Fig. 10: MNIST"), "figure11": ("svhn", "Fig. 11: SVHN")}
+    if art.id in curves:
+        ds, title = curves[art.id]
+        return figure_curves(ds, runs, out, f"{title}, test accuracy vs epoch")
+    if art.id == "figure05":
+        files, ctx.shared["ms_label"], ctx.shared["U_r"] = figure_ms(runs, out)
+        return files
+    if art.id == "figure07":
+        return figure_ae_sa(runs, ctx.shared["splits"], out)
+    if art.id == "figure12":
+        return figure_synthetic(runs, ctx.prepared, out)
+    return {"figure06": figure_2cc, "figure08": figure_local_curve, "figure09": figure_partitions,
+            "figure13": figure_timing}[art.id](runs, out)
+
+
+def _figure(ctx: Context, art) -> Built:
+    files = _draw(ctx, art)
+    state = _figure_status(art.id, ctx.shared["runs"])
+    if not drawn(ctx.out, art.id) and not state.startswith("not run"):
+        state = "not run: no run of its datasets or splits here"
+    ms_label = ctx.shared.get("ms_label")
+    return Built(state + (f" ({ms_label} 2c/c; the paper shows MNIST)" if art.id == "figure05" and ms_label else ""),
+                 files)
+
+
+#: FedHydra's artifacts (osfl.reporting.skeleton): every table of the paper is a comparison, Figs. 3-13 drawings
+BUILDERS = {**{f"table{i:02d}": _table for i in range(1, 19)}, **{f"figure{i:02d}": _figure for i in range(3, 14)}}
+FIXED = {"figure01": "a schematic: no data", "figure02": "a schematic: no data"}
+
 
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
            published_root: str = "published", paper_results_root: Path | None = None,
@@ -56,40 +119,18 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     described = cpu_profile.describe(params)
     seeds, base_seed = list((params.get("spread") or {}).get("seeds") or []), params.get("seed", 0)
     out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
     arts = load_artifacts(published_root)
-    status: dict[str, str] = {}
-    gaps: dict[str, list[float]] = {}
-    for art in arts:
-        if art.kind != "table":
-            continue
-        ours = table_cells(art, runs, lambdas, seeds, base_seed)
-        paper = load_published_table(art)
-        gaps[art.id] = table_gaps(paper, ours)
-        used = [r for r in runs.values() if r.metrics]
-        need = NEEDS.get(art.id, "its datasets in `datasets`")
-        extra = _variant_rows(art.id, params, ours)
-        note = (_note(used, described, _seeds_text(art.id, runs, seeds, base_seed)) if ours
-                else f"Not run: needs {need} in papers/fedhydra/params.yaml.")
-        if ours and art.id in HETERO_TABLES:
-            archs = sorted({", ".join(c["arch"] for c in (r.clients or {}).get("per_client", []))
-                            for n, r in runs.items() if n.endswith("-hetero")})
-            server = (params.get("hetero") or {}).get("server_model", "?")
-            note += f" Clients M1..M5 in force: {'; '.join(archs)}; server: {server} (hetero.server_model)."
-        for extra_note in (_reading_note(art.id, runs, lambdas, seeds, base_seed), _ot_note(art.id, runs),
-                           _variants_note(extra)):
-            note += f" {extra_note}" if extra_note else ""
-        written += render_comparison(art, ours, out, note=note, extra_rows=extra)
-        total = paper.size
-        n_paper = sum(1 for r, _ in ours if r in paper.index)
-        n_variant = len(ours) - n_paper
-        status[art.id] = (f"{n_paper} of {total} cells run" + (f", {n_variant} variant cell(s)" if n_variant else "")
-                          if ours else f"paper only (needs {need})")
+    ctx = Context(params, Path(results_root), Path(prepared_root), out,
+                  shared={"runs": runs, "lambdas": lambdas, "splits": splits, "seeds": seeds, "base_seed": base_seed,
+                          "described": described, "gaps": {}})
+    report = build_all(ctx, arts, BUILDERS, FIXED)
+    written, status, gaps = report.files, report.status, ctx.shared["gaps"]
+    ms_label, U_r = ctx.shared.get("ms_label", ""), ctx.shared.get("U_r")
     paper_runs = load_runs(paper_results_root, keep_paper) if paper_results_root else {}
     if paper_runs:
         written += paper_profile_table(paper_runs, runs, arts, out / "table01_paper_profile", profile)
         status["table01_paper_profile"] = "paper-profile column(s): " + ", ".join(paper_runs)
-    # Tables 1-2's Fashion-MNIST cells at the cpu profile: the cross-paper benchmark's runs of FedHydra's setting
+    # Tables 1-2's cells at the cpu profile: the cross-paper benchmark's runs of FedHydra's setting, per dataset
     bench = Path(benchmark_root) if benchmark_root else Path(results_root).resolve().parent.parent / "benchmark"
     cpu_claims, cpu_metrics, cpu_cells = [], {}, []
     for dataset, stem in CPU_STEMS.items():
@@ -107,25 +148,6 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     r_files, r_status, r_verdicts = fashion_rounds(runs, out, described, base_seed)  # Tables 5, 8, 11-18 likewise
     written += r_files
     status.update(r_status)
-    written += figure_curves("fmnist", runs, out / "figure03", "Fig. 3: FashionMNIST, test accuracy vs epoch")
-    written += figure_curves("cifar10", runs, out / "figure04", "Fig. 4: CIFAR10, test accuracy vs epoch")
-    ms_files, ms_label, U_r = figure_ms(runs, out / "figure05")
-    written += ms_files
-    written += figure_2cc(runs, out / "figure06")
-    written += figure_ae_sa(runs, splits, out / "figure07")
-    written += figure_local_curve(runs, out / "figure08")
-    written += figure_partitions(runs, out / "figure09")
-    written += figure_curves("mnist", runs, out / "figure10", "Fig. 10: MNIST, test accuracy vs epoch")
-    written += figure_curves("svhn", runs, out / "figure11", "Fig. 11: SVHN, test accuracy vs epoch")
-    written += figure_synthetic(runs, prepared_root, out / "figure12")
-    written += figure_timing(runs, out / "figure13")
-    for art in arts:  # figures 1 and 2 are schematics
-        if art.kind == "figure" and art.id not in ("figure01", "figure02"):
-            state = _figure_status(art.id, runs)
-            if not drawn(out, art.id) and not state.startswith("not run"):
-                state = "not run: no run of its datasets or splits here"
-            status[art.id] = state + (
-                f" ({ms_label} 2c/c; the paper shows MNIST)" if art.id == "figure05" and ms_label else "")
     verdicts = claims(runs, splits, U_r, ms_label, lambdas, seeds, base_seed)
     verdicts += row_claims(arts, runs, lambdas, base_seed) + local_curve_claims(runs, base_seed)
     if paper_runs:
@@ -199,7 +221,8 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
         if art.kind == "table":
             lines.append(f"| {art.id} | {art.label} | `{art.id}.tex`, `{art.id}.md` | {status.get(art.id, '')} |")
         elif art.id in status:
-            lines.append(f"| {art.id} | {art.label} | `{art.id}.png`, `{art.id}.pdf` | {status[art.id]} |")
+            files = "—" if status[art.id].startswith(NOT_DRAWN) else f"`{art.id}.png`, `{art.id}.pdf`"
+            lines.append(f"| {art.id} | {art.label} | {files} | {status[art.id]} |")
     if "table01_paper_profile" in status:
         lines.append(f"| table01_paper_profile | Table 1 at the paper profile | `table01_paper_profile.tex`, "
                      f"`table01_paper_profile.md` | {status['table01_paper_profile']} (results/paper/) |")
@@ -212,7 +235,7 @@ def _write_readme(arts, status, verdicts, runs, path: Path, profile: str, ms_lab
                      f"`{K_STEM}.md` | {status[K_STEM]} ({BENCHMARK}/results/) |")
     for s in sorted(k for k in status if k.startswith("rounds_")):
         lines.append(f"| {s} | Tables 5, 8, 11-18, {IN_PLACE_OF} | `{s}.tex`, `{s}.md` | {status[s]} |")
-    lines += ["", "Figures 1 and 2 are schematics (no data).", ""]
+    lines += [""]
     lines += _readings_section(runs, paper_runs or {})
     lines += ["## Claims of the paper's text", "",
               "Numbers that ran with more than one seed are shown as mean ± std (n=k). " + VERDICT_RULE + " Here a "
