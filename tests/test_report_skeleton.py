@@ -32,3 +32,16 @@ def test_every_artifact_gets_its_state_from_data(tmp_path):
     tex = (tmp_path / "reports" / "table1.tex").read_text()
     assert "Table1 (paper) vs ours: the paper's table1" in tex and "tab:table1-vs-paper" in tex
     assert {p.name for p in report.files} >= {"table1.tex", "table1.md", "table2.tex", "table2.md"}
+
+
+def test_one_seed_averaging_for_every_paper():
+    """FedMHO's mean of rows and OFedED's mean over σ are one helper: per common seed, the mean value and swing,
+    degenerate where any side is."""
+    from osfl.reporting.runs import mean_side
+    from osfl.reporting.spread import Side
+
+    a = Side("a", {0: 10.0, 1: 20.0, 2: 30.0}, {0: 1.0, 1: 2.0, 2: None}, {1: "clients at chance"})
+    b = Side("b", {0: 20.0, 1: 40.0}, {0: 3.0, 1: 4.0}, {})
+    m = mean_side([a, b], "mean")
+    assert m.values == {0: 15.0, 1: 30.0} and m.swings == {0: 2.0, 1: 3.0}
+    assert m.degenerate == {0: None, 1: "clients at chance"} and m.name == "mean"

@@ -19,10 +19,11 @@ import re
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pandas as pd
 
 from .naming import run_name
-from .spread import HOLDS, VERDICT_RULE, Verdict, count_verdicts, format_spread, mean_std, regime_failure
+from .spread import HOLDS, VERDICT_RULE, Side, Verdict, count_verdicts, format_spread, mean_std, regime_failure
 from .tables import MARKDOWN_NA
 
 
@@ -243,3 +244,15 @@ def write_index(out: Path, status: dict[str, str], claims: list[dict]) -> list[P
     paths[0].write_text(json.dumps(status, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     paths[1].write_text(json.dumps(claims, indent=2) + "\n", encoding="utf-8")
     return paths
+
+
+def mean_side(sides: list[Side], name: str) -> Side:
+    """The mean of several sides (rows of one column, the settings of one series) as one :class:`.spread.Side`:
+    per seed that every side ran, the mean value; its swing the sides' mean swing at that seed (where every side
+    has one); degenerate where any side is, with their reasons."""
+    seeds = [s for s in sides[0].values if all(s in sd.values for sd in sides)]
+    values = {s: float(np.mean([sd.values[s] for sd in sides])) for s in seeds}
+    swings = {s: float(np.mean([sd.swings[s] for sd in sides])) if all(sd.swings.get(s) is not None for sd in sides)
+              else None for s in seeds}
+    bad = {s: "; ".join(dict.fromkeys(r for sd in sides if (r := sd.degenerate.get(s)))) or None for s in seeds}
+    return Side(name, values, swings, bad)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ...live import read_curve
-from ...reporting.runs import run_name
+from ...reporting.runs import mean_side, run_name
 from ...reporting.spread import (
     NOT_RUN, Side, Verdict, above_all, clients_at_chance, compare, constant_samples, curve_at_chance, every,
     late_half, mean_std, swing,
@@ -89,17 +89,6 @@ def table04_sides(params: dict, results_root: Path, numbers: dict) -> dict[tuple
     return out
 
 
-def _average(sides: list[Side], name: str) -> Side:
-    """The mean over rows of one column (``sides``, one per row), per seed that every row ran; its swing the rows'
-    mean swing at that seed (where every row has one), degenerate where any row is."""
-    seeds = [s for s in sides[0].values if all(s in sd.values for sd in sides)]
-    values = {s: float(np.mean([sd.values[s] for sd in sides])) for s in seeds}
-    swings = {s: float(np.mean([sd.swings[s] for sd in sides])) if all(sd.swings.get(s) is not None for sd in sides)
-              else None for s in seeds}
-    bad = {s: "; ".join(dict.fromkeys(r for sd in sides if (r := sd.degenerate.get(s)))) or None for s in seeds}
-    return Side(name, values, swings, bad)
-
-
 def claims(sides: dict[tuple[str, str], Side]) -> list[tuple[str, Verdict]]:
     """Verdicts on the paper's Table IV claims (SPEC §5.2, §6) over the rows we ran, each comparison by the spread
     rule of :mod:`osfl.reporting.spread` (``sides``: :func:`table04_sides`). A claim is judged on the rows that have
@@ -140,7 +129,7 @@ def claims(sides: dict[tuple[str, str], Side]) -> list[tuple[str, Verdict]]:
     if not ran:
         out.append((gain, Verdict(NOT_RUN, "no row has FedMHO, MD, SD and a baseline")))
         return out
-    avg = {m: _average([sides[(r, m)] for r in avg_rows], f"{m} (mean of {len(avg_rows)} rows)")
+    avg = {m: mean_side([sides[(r, m)] for r in avg_rows], f"{m} (mean of {len(avg_rows)} rows)")
            for m in ran + ["FedMHO", *ours]}
     best = max(ran, key=lambda m: mean_std(list(avg[m].values.values()))[0])
     gains = {m: mean_std(list(avg[m].values.values()))[0] - mean_std(list(avg[best].values.values()))[0]

@@ -10,7 +10,7 @@ import pandas as pd
 
 from ...live import read_curve
 from ...reporting.published import load_published_table
-from ...reporting.runs import read_runs, run_name, vs_paper
+from ...reporting.runs import mean_side, read_runs, run_name, vs_paper
 from ...reporting.spread import Side, Verdict, above_all, compare, format_spread, late_half, swing
 from ...reporting.tables import MARKDOWN_NA
 from .tables import ACC_CELLS, FIG2_RUNS, _curve, _degenerate, _entries, _mean, _panel_title, _run_model, run_side
@@ -109,7 +109,7 @@ def dp_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, V
         if ref is not None:
             verdicts.append((f"{title}: every noise setting lowers accuracy (Fig. 3)",
                              above_all(ref, [sd for c in sides.values() for sd in c.values()])))
-        over = {name: _over_sigma(name, c) for name, c in sides.items()}
+        over = {name: mean_side(list(c.values()), f"{name} (mean over σ)") for name, c in sides.items()}
         if "images" in over and "gradients" in over:
             verdicts.append((f"{title}: noise on the gradients costs more than noise on the images (Fig. 3)",
                              compare(over["images"], over["gradients"])))
@@ -117,18 +117,6 @@ def dp_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, V
             verdicts.append((f"{title}: noise on both gives the largest drop (Fig. 3)",
                              above_all(over["both"], [sd for n, sd in over.items() if n != "both"], below=True)))
     return panels, verdicts
-
-
-def _over_sigma(name: str, by_x: dict[float, Side]) -> Side:
-    """A noise series as one side: per seed that ran every σ, its mean accuracy over σ; the swing the mean of the
-    σ runs' swings (where all have one), degenerate where any σ run is."""
-    sides = list(by_x.values())
-    seeds = [s for s in sides[0].values if all(s in sd.values for sd in sides)]
-    values = {s: float(np.mean([sd.values[s] for sd in sides])) for s in seeds}
-    swings = {s: float(np.mean([sd.swings[s] for sd in sides])) if all(sd.swings.get(s) is not None for sd in sides)
-              else None for s in seeds}
-    bad = {s: "; ".join(dict.fromkeys(r for sd in sides if (r := sd.degenerate.get(s)))) or None for s in seeds}
-    return Side(f"{name} (mean over σ)", values, swings, bad)
 
 
 CELL_NOTES = {
