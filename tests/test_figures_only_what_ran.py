@@ -42,3 +42,18 @@ def test_the_state_of_a_figure_that_was_not_drawn_says_so(tmp_path):
     got = json.loads((tmp_path / "status.json").read_text())
     assert got == {"fig3": "rendered from the runs present", "fig4": "not drawn: rendered from the runs present",
                    "fig5": "no run yet", "table1": "3 of 12 cells run"}
+
+
+def test_colliding_tick_labels_are_rotated_until_they_do_not(tmp_path):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(3, 2))
+    ax = fig.subplots()
+    names = [f"fmnist-dir0.{k}-s{k} long run name" for k in range(6)]
+    ax.bar(names, range(6))
+    assert figures.colliding_ticks(fig)  # as drawn, the run names overlap
+    figures.save_figure(fig, tmp_path / "bars")
+    assert figures.colliding_ticks(fig) == []
+    assert {t.get_rotation() for t in ax.get_xticklabels()} <= {30.0, 90.0}
+    tight = fig.get_tightbbox(fig.canvas.get_renderer()).transformed(fig.dpi_scale_trans)
+    assert figures.outside_texts(fig, tight.padded(0.05 * fig.dpi)) == []  # rotated labels inside what is saved

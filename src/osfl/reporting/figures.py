@@ -11,11 +11,12 @@ from pathlib import Path
 
 import matplotlib
 import matplotlib.style
-import matplotlib.text
 from matplotlib.figure import Figure
 
+from .figure_checks import colliding_ticks, outside_texts, untangle_ticks  # noqa: F401 (re-exported)
+
 __all__ = ["PNG_DPI", "bar_chart", "bubble_panels", "curve_panels", "curves", "grouped_bar_panels", "heatmap", "image_rows",
-           "drop_figure", "outside_texts", "save_figure"]
+           "colliding_ticks", "drop_figure", "outside_texts", "save_figure"]
 
 PNG_DPI = 150
 
@@ -31,19 +32,11 @@ def _style():
         yield
 
 
-def outside_texts(fig: Figure, bbox=None) -> list[str]:
-    """The visible texts of ``fig`` reaching outside ``bbox`` (display units; default the figure) by over a pixel."""
-    renderer, area = fig.canvas.get_renderer(), bbox if bbox is not None else fig.bbox
-    undrawn = {id(tick.label1) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis) for tick in axis.get_major_ticks()
-               if not min(axis.get_view_interval()) <= tick.get_loc() <= max(axis.get_view_interval())}
-    exts = [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(matplotlib.text.Text)
-            if t.get_visible() and t.get_text().strip() and id(t) not in undrawn]
-    return [s for s, e in exts if e.x0 < area.x0 - 1 or e.y0 < area.y0 - 1 or e.x1 > area.x1 + 1 or e.y1 > area.y1 + 1]
-
-
 def save_figure(fig: Figure, out_stem: Path) -> list[Path]:
     """Write ``fig`` as ``<out_stem>.png`` and ``<out_stem>.pdf`` (parent folders created), cut to its tight bounding
-    box: every title, label and legend inside, nothing clipped (issue 74)."""
+    box: every title, label and legend inside, nothing clipped, and x tick labels that would collide rotated
+    (issue 74)."""
+    untangle_ticks(fig)
     out_stem = Path(out_stem)
     out_stem.parent.mkdir(parents=True, exist_ok=True)
     png = out_stem.with_name(out_stem.name + ".png")
