@@ -45,3 +45,14 @@ def test_one_seed_averaging_for_every_paper():
     m = mean_side([a, b], "mean")
     assert m.values == {0: 15.0, 1: 30.0} and m.swings == {0: 2.0, 1: 3.0}
     assert m.degenerate == {0: None, 1: "clients at chance"} and m.name == "mean"
+
+
+def test_the_grid_is_read_once_typed():
+    from osfl.reporting.grid import Grid
+
+    g = Grid.of({"datasets": ["fmnist", "mnist"], "splits": ["dir0.5", "2cc"], "seed": 3, "clients": "5",
+                 "columns": [{"id": "fedavg"}], "profile": "cpu"})
+    assert g.seeds == (3,) and g.clients == 5 and g.first_split == "dir0.5" and g.first_dataset == "fmnist"
+    assert list(g.runs(["mnist"])) == [("mnist", "dir0.5", 3), ("mnist", "2cc", 3)]
+    assert len(list(g.runs())) == 4 and g.columns == ({"id": "fedavg"},)
+    assert Grid.of({}).runs and list(Grid.of({}).runs()) == [] and Grid.of({}).first_split is None

@@ -28,6 +28,7 @@ from ..reporting.published import load_artifacts, load_published_table
 from ..reporting.runs import ot_unmoved_note, read_runs, read_sweep, split_by_guards, write_index
 from ..reporting.spread import format_spread, mean_std
 from ..reporting.tables import write_table
+from ..reporting.grid import Grid
 
 SPLIT_LABELS = {"2cc": "2 classes per client"}
 # the papers' numbers for the benchmark's splits, per dataset: (paper, table, split -> (axis, label)), the label
@@ -64,7 +65,7 @@ def cells(runs: dict, params: dict) -> tuple[pd.DataFrame, dict, int]:
     for (ds, split), by_id in runs.items():
         col = f"{ds} {split_label(split)}"
         splits.append((col, split))
-        for entry in params.get("columns") or []:
+        for entry in Grid.of(params).columns:
             recs = by_id.get(entry["id"], [])
             good, note = split_by_guards(recs)
             failed += len(recs) - len(good)
@@ -94,7 +95,7 @@ def figure(numbers: dict, params: dict, out_stem: Path, dataset: str = "") -> li
     """Accuracy (mean over seeds) against the server's seconds (log scale), one panel per split that ran."""
     import matplotlib.pyplot as plt
 
-    splits = [s for s in params.get("splits") or [] if any(k == s for k, _ in numbers)]
+    splits = [s for s in Grid.of(params).splits if any(k == s for k, _ in numbers)]
     with _style():
         fig, axes = plt.subplots(1, max(1, len(splits)), figsize=(4.2 * max(1, len(splits)), 3.6), squeeze=False)
         for ax, split in zip(axes[0], splits):
@@ -132,7 +133,7 @@ def orderings(numbers: dict, params: dict, papers_root: Path, dataset: str = "fm
 
     lines = []
     prefix = "" if dataset == "fmnist" else f"{dataset} "
-    for split in params.get("splits") or []:
+    for split in Grid.of(params).splits:
         ours = {i: v["mean"] for (s, i), v in numbers.items() if s == split}
         if not ours:
             continue
@@ -157,14 +158,14 @@ def orderings(numbers: dict, params: dict, papers_root: Path, dataset: str = "fm
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, paper_results_root: Path | None = None,
            summary: Path | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    every = {**params, "columns": list(params.get("columns") or []) + list(params.get("xcolumns") or [])}
+    every = {**params, "columns": list(Grid.of(params).columns) + list(params.get("xcolumns") or [])}
     runs = read_runs(Path(results_root), every)
     described = cpu_profile.describe(params)
     ot_ids = {e["id"] for e in every["columns"] if e.get("method") == "ot"}
     ot_note = ot_unmoved_note([(r.get("extras") or {}).get("units_moved_share") for by_id in runs.values()
                                for i in ot_ids for r in by_id.get(i, [])])
     written, status, discussion, counts = [], {}, [], {"cells_run": 0, "runs_failed_guard": 0}
-    datasets = list(params.get("datasets") or [])
+    datasets = list(Grid.of(params).datasets)
     for ds in datasets:  # one table and figure per dataset: "table" / "figure" for the first, "<stem>_<ds>" after
         table, fig = ("table", "figure") if ds == datasets[0] else (f"table_{ds}", f"figure_{ds}")
         df, numbers, failed = cells({k: v for k, v in runs.items() if k[0] == ds}, every)
@@ -196,7 +197,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
              read_sweep(Path(results_root), params, base=params.get("clients")).items()}
     n_df, n_numbers, n_failed = cells(sweep, params)
     if n_numbers:
-        first = split_label((params.get("splits") or [""])[0])
+        first = split_label((Grid.of(params).first_split or ""))
         written += write_table(n_df, out / "nclients", f"The client number N on {first}: final test accuracy (%), "
                                "mean ± sample std (n seeds), rank at that N (#1 = best), average rank over N "
                                f"(N = {params.get('clients')}: the main table's runs).", "tab:benchmark-nclients",

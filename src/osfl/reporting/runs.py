@@ -22,6 +22,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from .grid import Grid
 from .naming import run_name
 from .spread import HOLDS, VERDICT_RULE, Side, Verdict, count_verdicts, format_spread, mean_std, regime_failure
 from .tables import MARKDOWN_NA
@@ -34,17 +35,15 @@ def read_runs(results_root: Path, params: dict, entries: list[dict] | None = Non
     ``columns``) on ``datasets`` (default: ``datasets``), every listed split and seed: the records
     ``results/<run><suffix>/<folder>/<id>.json`` (``suffix`` ``-n<N>``: Table VII's runs; ``folder`` ``fid``: the
     FID records, one per part)."""
-    entries = params.get("columns") or [] if entries is None else entries
+    grid = Grid.of(params)
+    entries = grid.columns if entries is None else entries
     out: dict = {}
-    for ds in (params.get("datasets") or []) if datasets is None else datasets:
-        for split in params.get("splits") or []:
-            cols: dict[str, list[dict]] = {}
-            for seed in params.get("seeds") or [params.get("seed", 0)]:
-                for col in entries:
-                    f = Path(results_root) / f"{run_name(ds, split, seed)}{suffix}" / folder / f"{col['id']}.json"
-                    if f.is_file():
-                        cols.setdefault(col["id"], []).append({**json.loads(f.read_text()), "seed": seed})
-            out[(ds, split)] = cols
+    for ds, split, seed in grid.runs(datasets):
+        cols = out.setdefault((ds, split), {})
+        for col in entries:
+            f = Path(results_root) / f"{run_name(ds, split, seed)}{suffix}" / folder / f"{col['id']}.json"
+            if f.is_file():
+                cols.setdefault(col["id"], []).append({**json.loads(f.read_text()), "seed": seed})
     return out
 
 
@@ -55,12 +54,13 @@ def read_sweep(results_root: Path, params: dict, entries: list[dict] | None = No
     ``<run>-<key><N>`` found under ``results_root`` (their N are in the stage matrix, not in the params file), N
     ascending, and the main grid's runs as N = ``base`` (its ``clients``) when given; a dataset without a sweep run
     is left out."""
-    splits = params.get("splits") or []
+    grid = Grid.of(params)
+    splits = list(grid.splits)
     if not splits:
         return {}
     one = {**params, "splits": splits[:1]}
     out: dict = {}
-    for ds in (params.get("datasets") or []) if datasets is None else datasets:
+    for ds in grid.datasets if datasets is None else datasets:
         pat = re.compile(rf"{re.escape(ds)}-{re.escape(str(splits[0]))}-s[^/]+-{re.escape(key)}(\d+)")
         found = {int(m.group(1)) for p in Path(results_root).glob(f"{ds}-*") if (m := pat.fullmatch(p.name))}
         if not found:

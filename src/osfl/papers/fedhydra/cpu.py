@@ -27,6 +27,7 @@ from ...reporting.runs import cell, gap_metrics, read_runs, read_sweep, split_by
 from ...reporting.spread import NOT_RUN, Side, Verdict, above_all, compare, every, format_spread, mean_std
 from ...reporting.tables import write_table
 from .runs import METHODS, SHORT
+from ...reporting.grid import Grid
 
 #: the paper's name of each dataset the benchmark can run, as its Tables 1-2 print it
 PAPER_NAMES = {"fmnist": "FashionMNIST", "mnist": "MNIST"}
@@ -45,14 +46,14 @@ BENCHMARK = "papers/benchmark"
 
 def _entries(params: dict) -> list[dict]:
     """The benchmark's columns that are FedHydra's methods (the id is the bare method)."""
-    return [c for c in params.get("columns") or [] if c["id"] in METHODS and c["id"] == c["method"]]
+    return [c for c in Grid.of(params).columns if c["id"] in METHODS and c["id"] == c["method"]]
 
 
 def benchmark_runs(bench: Path, dataset: str = "fmnist") -> tuple[dict, dict]:
     """(the benchmark's params, ``{split: {method: [run record per seed]}}``) for FedHydra's methods on
     ``dataset`` (empty where the benchmark does not list it)."""
     params = load_params(bench / "params.yaml")
-    if dataset not in (params.get("datasets") or []):
+    if dataset not in Grid.of(params).datasets:
         return params, {}
     runs = read_runs(bench / "results", params, _entries(params), [dataset])
     return params, {split: by_id for (_, split), by_id in runs.items()}
@@ -108,7 +109,7 @@ def cpu_table(bench: Path, arts: list[Artifact], out: Path,
         return [], "", [], {}, []
     stem, name = STEMS[dataset], LONG[dataset]
     beside = [cell(stem, dataset, METHODS[m], HEADERS[split], list(v["values"].values()), v["paper"],
-                   params.get("profile", "?")) for (split, m), v in numbers.items()]
+                   (Grid.of(params).profile or "?")) for (split, m), v in numbers.items()]
     seeds = sorted({s for v in numbers.values() for s in v["values"]})
     metrics = gap_metrics(numbers)
     missing = [METHODS[m] for m in METHODS if not any((s, m) in numbers for s in COLUMNS)]

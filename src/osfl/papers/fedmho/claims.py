@@ -15,6 +15,7 @@ from ...reporting.spread import (
     late_half, mean_std, swing,
 )
 from .tables import _part_models
+from ...reporting.grid import Grid
 
 def _classes(dataset: str) -> int:
     from ...data import get_spec
@@ -46,9 +47,9 @@ def parts_note(params: dict, results_root: Path) -> str:
     """A caption sentence on the clients behind Table IV's runs, per part of its columns (``clients-<part>.json``):
     a classifier part's mean local test accuracy and epochs, a CVAE part's clients ending below their data's
     mean-image loss and the clients restarted (``diverged_in_epochs``); one value per run that trained the part."""
-    names = list(dict.fromkeys(q for c in params.get("columns") or [] for q in (c.get("first"), c.get("second")) if q))
-    runs = [(ds, sp, sd) for ds in params.get("datasets") or [] for sp in params.get("splits") or []
-            for sd in params.get("seeds") or []]
+    names = list(dict.fromkeys(q for c in Grid.of(params).columns for q in (c.get("first"), c.get("second")) if q))
+    runs = [(ds, sp, sd) for ds in Grid.of(params).datasets for sp in Grid.of(params).splits
+            for sd in Grid.of(params).seeds]
     said = []
     for name in names:
         recs = [(f"{sp} s{sd}", json.loads(f.read_text())) for ds, sp, sd in runs
@@ -74,7 +75,7 @@ def table04_sides(params: dict, results_root: Path, numbers: dict) -> dict[tuple
     """Table IV's cells (:func:`table04`'s numbers; or a Table IV variant's, as Table VI's) as sides of a
     comparison: seed -> final accuracy, each seed's swing (the last half of its logged server curve) and degenerate
     reason."""
-    entries = {c["id"]: c for c in (params.get("columns") or []) + (params.get("variants") or [])}
+    entries = {c["id"]: c for c in list(Grid.of(params).columns) + (params.get("variants") or [])}
     out = {}
     for (row, col), num in numbers.items():
         ds, split = num["run"]

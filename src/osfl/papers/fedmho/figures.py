@@ -11,6 +11,7 @@ from ...reporting.figures import curve_panels, grouped_bar_panels, image_rows
 from ...reporting.runs import read_runs, run_name
 from ...reporting.spread import mean_std
 from .tables import DATASET_LABELS, _md_sd_defaults, _part_epochs
+from ...reporting.grid import Grid
 
 def _curves_of(results_root: Path, ds: str, split: str, seed, entries: list[dict]) -> dict:
     series = {}
@@ -26,10 +27,10 @@ def _curves_of(results_root: Path, ds: str, split: str, seed, entries: list[dict
 def _run_curves(params: dict, results_root: Path, out: Path, stem: str, entries: list[dict],
                 suptitle: str) -> tuple[list[Path], str]:
     """Test accuracy per server epoch of ``entries``, one panel per dataset and split (first seed)."""
-    seed = (params.get("seeds") or [params.get("seed", 0)])[0]
+    seed = Grid.of(params).seeds[0]
     panels, drawn = {}, 0
-    for ds in params.get("datasets") or []:
-        for split in params.get("splits") or []:
+    for ds in Grid.of(params).datasets:
+        for split in Grid.of(params).splits:
             series = _curves_of(results_root, ds, split, seed, entries)
             panels[f"{DATASET_LABELS.get(ds, ds)} {split} (seed {seed})"] = (series, {}) if series else None
             drawn += bool(series)
@@ -39,16 +40,16 @@ def _run_curves(params: dict, results_root: Path, out: Path, stem: str, entries:
 
 def fig05(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """Every trained Table IV column during server training."""
-    return _run_curves(params, results_root, out, "figure05", params.get("columns") or [],
+    return _run_curves(params, results_root, out, "figure05", Grid.of(params).columns,
                        "Fig. 5: global model accuracy during server training")
 
 
 def fig09(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """Images decoded per class by each dataset's generative clients (stage ``samples``)."""
-    seed = (params.get("seeds") or [params.get("seed", 0)])[0]
-    splits = params.get("splits") or []
+    seed = Grid.of(params).seeds[0]
+    splits = Grid.of(params).splits
     rows, drawn = {}, 0
-    for ds in params.get("datasets") or []:
+    for ds in Grid.of(params).datasets:
         f = Path(results_root) / run_name(ds, splits[0], seed) / "samples" / "samples.npz" if splits else None
         if f is not None and f.is_file():
             data = np.load(f)
@@ -67,8 +68,8 @@ def fig02(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]
     first split: mean over seeds."""
     sweeps = params.get("sweeps") or {}
     large = [v for v in sweeps.get("variants") or [] if v.get("artifact") == "figure02"]
-    cols = {c.get("paper"): c for c in params.get("columns") or []}
-    split = (params.get("splits") or ["dir0.5"])[0]
+    cols = {c.get("paper"): c for c in Grid.of(params).columns}
+    split = (Grid.of(params).first_split or "dir0.5")
     panels, drawn = {}, 0
     for ds in sweeps.get("datasets") or []:
         runs = read_runs(results_root, params, large + list(cols.values()), [ds]).get((ds, split), {})
@@ -119,7 +120,7 @@ def _sweep_entries(params: dict, artifact: str, defaults: list[dict]) -> list[di
 def fig07(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """Accuracy against the VGG-9 clients' local epochs (the ``first`` part's ``local.epochs``): FedMHO, MD and SD,
     the ``figure07`` variants and Table IV's runs, one panel per sweep dataset and split (mean over seeds)."""
-    fedmhos = [{**c, "row": ""} for c in params.get("columns") or [] if str(c.get("paper", "")).startswith("FedMHO")]
+    fedmhos = [{**c, "row": ""} for c in Grid.of(params).columns if str(c.get("paper", "")).startswith("FedMHO")]
     return _sweep_curves(params, results_root, out, "figure07", _sweep_entries(params, "figure07", fedmhos),
                          lambda d, e, r: _part_epochs(params, d, e["first"], key="local"), "VGG-9 local epochs",
                          "Fig. 7: accuracy against the classifiers' local epochs (mean over seeds)")

@@ -14,6 +14,7 @@ from .tables import (
 )
 from .claims import claims, cleaning_claims, parts_note, table04_sides
 from .figures import fig02, fig05, fig06, fig07, fig08, fig09
+from ...reporting.grid import Grid
 
 FIGURES = {"figure02": fig02, "figure05": fig05, "figure06": fig06, "figure07": fig07, "figure08": fig08,
            "figure09": fig09}
@@ -44,7 +45,7 @@ def _ran(ctx: Context, art, table, done: int, note: str, state: str, metric: dic
 def _settings(ctx: Context, art) -> Built:
     """Tables I and III: the paper's models and settings beside the ones in force here."""
     if art.id == "table01":
-        first_ds = (ctx.params.get("datasets") or ["fmnist"])[0]
+        first_ds = (Grid.of(ctx.params).first_dataset or "fmnist")
         cells, differ = table01(ctx.params, load_published_table(art, "text"), first_ds)
         note = f"Each cell: ours (params.yaml parts and columns, {DATASET_LABELS.get(first_ds, first_ds)}) / paper."
     else:
@@ -67,7 +68,7 @@ def _table04(ctx: Context, art) -> Built | None:
                 f"{gaps['within_3']} / {gaps['within_10']} of {gaps['beside_paper']}",
                 {"cells_run": len(numbers), "mean_gap": gaps["mean_gap"] if gaps["mean_gap"] is not None else 0.0,
                  "within_3": gaps["within_3"], "within_10": gaps["within_10"]},
-                verdicts=claims(ctx.shared["t4_sides"]), cells=cells_of(art.id, numbers, ctx.params.get("profile", "?")))
+                verdicts=claims(ctx.shared["t4_sides"]), cells=cells_of(art.id, numbers, (Grid.of(ctx.params).profile or "?")))
 
 
 def _flops(ctx: Context, art) -> Built | None:

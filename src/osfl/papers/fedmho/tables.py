@@ -10,6 +10,7 @@ from ...cost.flops import format_count
 from ...reporting.published import load_published_table
 from ...reporting.runs import compare_rows, read_runs, vs_paper
 from ...reporting.tables import MARKDOWN_NA
+from ...reporting.grid import Grid
 
 #: our dataset names -> the paper's row labels (Tables III, IV)
 DATASET_LABELS = {"mnist": "MNIST", "fmnist": "Fashion", "svhn": "SVHN", "emnist": "EMNIST"}
@@ -55,7 +56,7 @@ def table01(params: dict, paper: pd.DataFrame, dataset: str) -> tuple[pd.DataFra
     """Large / small local model of each column group: ours (a column's ``first`` / ``second`` part and the
     parts' models) / the paper's."""
     models = _part_models(params, dataset)
-    by_paper = {c.get("paper"): c for c in params.get("columns") or []}
+    by_paper = {c.get("paper"): c for c in Grid.of(params).columns}
     cells = pd.DataFrame(MARKDOWN_NA, index=paper.index.copy(), columns=paper.columns.copy(), dtype=object)
     differ = 0
     for group in paper.columns:
@@ -132,13 +133,13 @@ def _same_number(a: str, b: str) -> bool:
 
 def table04(params: dict, runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """Table IV: every column on every dataset and split run."""
-    return compare_rows(runs, paper, paper_std, [c for c in params.get("columns") or [] if c.get("paper")],
+    return compare_rows(runs, paper, paper_std, [c for c in Grid.of(params).columns if c.get("paper")],
                         lambda ds, entry: DATASET_LABELS.get(ds, ds))
 
 
 def _md_sd_defaults(params: dict, row: str) -> list[dict]:
     """Table IV's FedMHO-MD / -SD columns as the default row (``row``) of an ablation table."""
-    return [{**c, "row": row} for c in params.get("columns") or [] if c.get("paper") in ("FedMHO-MD", "FedMHO-SD")]
+    return [{**c, "row": row} for c in Grid.of(params).columns if c.get("paper") in ("FedMHO-MD", "FedMHO-SD")]
 
 
 def ablation(params: dict, results_root: Path, art, default_row: str | None) -> tuple[pd.DataFrame, dict]:
@@ -185,7 +186,7 @@ def table07(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     """Table VII: each ``sweeps.clients_columns`` column on each sweep dataset's first split with N clients
     (``sweeps.clients``; runs ``<run>-n<N>``), mean ± std over seeds beside the paper's. Returns (cells, cells run)."""
     sweeps = params.get("sweeps") or {}
-    split = (params.get("splits") or ["dir0.5"])[0]
+    split = (Grid.of(params).first_split or "dir0.5")
     cols = sweeps.get("clients_columns") or []
     return _method_rows(art, cols, {
         ds: [(f"N = {n}", f"N{n}", read_runs(results_root, params, cols, [ds], suffix=f"-n{n}").get((ds, split), {}))
@@ -202,7 +203,7 @@ def table10(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     for ds in sweeps.get("datasets") or []:
         runs = read_runs(results_root, params, entries, [ds])
         columns_of[ds] = [(f"P{i} ({split})", f"P{i}", runs.get((ds, split), {}))
-                          for i, split in enumerate(params.get("splits") or [], start=1)]
+                          for i, split in enumerate(Grid.of(params).splits, start=1)]
     return _method_rows(art, entries, columns_of)
 
 
@@ -212,12 +213,12 @@ def table10_setting(params: dict) -> str:
     sweeps = params.get("sweeps") or {}
     entries = [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table10"]
     parts = {q["name"]: q for q in (params.get("parts") or []) + (sweeps.get("parts") or [])}
-    ds = ((sweeps.get("datasets") or params.get("datasets") or ["fmnist"]))[0]
+    ds = (sweeps.get("datasets") or Grid.of(params).datasets or ("fmnist",))[0]
     described = []
     for name in dict.fromkeys(e[k] for e in entries for k in ("first", "second") if e.get(k)):
         part = parts.get(name, {})
         span = part.get("clients") or part.get("half")
-        n = span[1] - span[0] if isinstance(span, list) else int(params.get("clients", 10)) // 2
+        n = span[1] - span[0] if isinstance(span, list) else (Grid.of(params).clients or 10) // 2
         models = part.get("model") if isinstance(part.get("model"), list) else [part.get("model")] * n
         models = [m.get(ds, MARKDOWN_NA) if isinstance(m, dict) else str(m) for m in models]
         ids = f"clients {span[0]}-{span[1] - 1}" if isinstance(span, list) else f"the {span} half"
@@ -247,8 +248,8 @@ def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, s
     the Gaussian-noise and real-split references. Returns (cells, FIDs computed, the features that produced them)."""
     paper = load_published_table(art)
     sweeps = params.get("sweeps") or {}
-    split = (params.get("splits") or ["dir0.5"])[0]
-    seeds = params.get("seeds") or [params.get("seed", 0)]
+    split = (Grid.of(params).first_split or "dir0.5")
+    seeds = Grid.of(params).seeds
     parts = sweeps.get("fid") or []
     entries = _md_sd_defaults(params, "") + [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table11"]
     features: set[str] = set()  # what produced the FIDs, as each record says

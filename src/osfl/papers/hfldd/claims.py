@@ -10,6 +10,7 @@ from ...reporting.spread import (
     curve_at_chance, format_spread, late_half, mean_std, on_seeds, regime_failure, swing,
 )
 from .tables import COST_METHODS, DATASET_LABELS, FROM_CLIENTS, METHODS, accuracies, k_records, model_params
+from ...reporting.grid import Grid
 
 def _classes(dataset: str) -> int:
     from ...data import get_spec
@@ -80,7 +81,7 @@ def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -
                     on_seeds(Verdict(HOLDS if ok else DOES_NOT_HOLD, evidence), [r["seed"] for r in clustered])))
     paper_final = {("mnist", 1): 98.1, ("mnist", 2): 98.3, ("mnist", 10): 98.4,
                    ("cifar10", 1): 64.3, ("cifar10", 2): 70.1, ("cifar10", 10): 72.2}
-    profile = params.get("profile")
+    profile = Grid.of(params).profile
     for (ds, c), recs in sorted(runs.items()):
         side = _side(recs, "hfldd", _classes(ds))
         vals = list(side.values.values())

@@ -7,6 +7,7 @@ import numpy as np
 
 from ...reporting.spread import mean_std
 from .tables import COST_METHODS, COST_METHODS_LABELS, DATASET_LABELS, METHODS, accuracies, model_params, to_target
+from ...reporting.grid import Grid
 
 def _mean_curve(records: list[dict]) -> tuple[list[int], list[float]] | None:
     curves = [accuracies(r) for r in records if r]
@@ -34,14 +35,14 @@ def traffic_panels(params: dict, runs: dict, classes: int = 2) -> tuple[dict, di
     numbers, ``{(dataset, method label, target): {seed: MiB}}``."""
     targets = [float(t) for t in (params.get("cost") or {}).get("curve_targets") or []]
     panels, numbers = {}, {}
-    for ds in params.get("datasets") or []:
+    for ds in Grid.of(params).datasets:
         recs = runs.get((ds, classes)) or []
-        n = model_params(params.get("model", "lenet5"), ds) if recs else 0
+        n = model_params((Grid.of(params).model or "lenet5"), ds) if recs else 0
         series = {}
         for m, label in zip(COST_METHODS, COST_METHODS_LABELS):
             xs, ys = [], []
             for t in targets:
-                got = {r["seed"]: to_target(r, m, t, n, int(params.get("clients", 100))) for r in recs}
+                got = {r["seed"]: to_target(r, m, t, n, (Grid.of(params).clients or 100)) for r in recs}
                 mib = {seed: g["mib"] for seed, g in got.items() if g is not None and g["mib"] is not None}
                 if mib and len(mib) == len([g for g in got.values() if g is not None]):
                     xs.append(t)

@@ -12,6 +12,7 @@ from ...reporting.topology import topology_panels
 from .tables import COMMANDS, COST_TABLE_DATASETS, DATASET_LABELS, SCHEMATICS, cost_table, read_runs, table4
 from .figures import clustering_panels, curves_panels, traffic_panels
 from .claims import k_robustness, spec_checks
+from ...reporting.grid import Grid
 
 def _runs(ctx: Context) -> dict:
     return ctx.once("runs", lambda: read_runs(ctx.params, ctx.results))
@@ -43,7 +44,7 @@ def _table4(ctx: Context, art) -> Built:
     state = (f"{len(numbers)} cells run (K = {', '.join(map(str, ks))}); " + "; ".join(
         f"{DATASET_LABELS.get(ds, ds)}: {gap_text(cells)}" for ds, cells in sorted(per_ds.items()))
         if numbers else NO_RUN)
-    beside = [cell(art.id, ds, f"C = {c}", f"K = {k}", v["values"], v["paper"], ctx.params.get("profile", "?"))
+    beside = [cell(art.id, ds, f"C = {c}", f"K = {k}", v["values"], v["paper"], (Grid.of(ctx.params).profile or "?"))
               for (ds, c, k), v in numbers.items()]
     return Built(state, table_vs_paper(ctx, art, df, T4_NOTE + _note(ctx.params)),
                  {"cells_run": len(numbers), "mean_gap": gap_metrics(numbers)["mean_gap"],

@@ -14,6 +14,7 @@ from ...reporting.naming import run_name
 from ...reporting.published import load_published_table
 from ...reporting.spread import format_spread, mean_std
 from ...reporting.tables import MARKDOWN_NA
+from ...reporting.grid import Grid
 
 DATASET_LABELS = {"mnist": "MNIST", "cifar10": "CIFAR10", "fmnist": "Fashion-MNIST"}
 METHODS = {"hfldd": "HFLDD", "fedavg": "FedAvg", "fedseq": "FedSeq", "cl": "CL"}
@@ -71,13 +72,13 @@ def k_records(recs: list[dict], params: dict) -> dict[int, dict]:
 def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[dict]]:
     """``{(dataset, C): [run records per seed that has any record]}``."""
     out = {}
-    for ds in params.get("datasets") or []:
+    for ds in Grid.of(params).datasets:
         for c in params.get("classes") or []:
             recs = []
-            for seed in params.get("seeds") or [0]:
+            for seed in Grid.of(params).seeds:
                 run = read_run(results_root, run_name(ds, f"c{c}", seed))
                 if run["rounds"] or run["clustering"] or run["ksweep"]:
-                    recs.append({**run, "seed": seed, "C": int(c), "profile": params.get("profile")})
+                    recs.append({**run, "seed": seed, "C": int(c), "profile": Grid.of(params).profile})
             out[(ds, int(c))] = recs
     return out
 
@@ -174,8 +175,8 @@ def cost_table(params: dict, runs: dict, art, fig5_meta: dict) -> tuple[pd.DataF
         if not any(r["rounds"] for r in recs):
             continue
         target = float(targets.get(ds, PAPER_TARGETS[art.id]))
-        n = model_params(params.get("model", "lenet5"), ds)
-        got = {m: [to_target(r, m, target, n, int(params.get("clients", 100))) for r in recs] for m in COST_METHODS}
+        n = model_params((Grid.of(params).model or "lenet5"), ds)
+        got = {m: [to_target(r, m, target, n, (Grid.of(params).clients or 100)) for r in recs] for m in COST_METHODS}
         got = {m: [g for g in v if g is not None] for m, v in got.items()}
         where = f"ours: {DATASET_LABELS.get(ds, ds)}, C = 10, target {target:g} %"
         rounds_row, traffic_row, ratio_row = {}, {}, {}
@@ -215,7 +216,7 @@ def table4(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
         for k, per_seed in k_records(recs, params).items():
             vals = [rec["acc_final"] for rec in per_seed.values()]
             # records computed under another profile than the params' (an older grid's) say so
-            older = sorted({rec.get("profile") for rec in per_seed.values()} - {None, params.get("profile")})
+            older = sorted({rec.get("profile") for rec in per_seed.values()} - {None, Grid.of(params).profile})
             row = rows.setdefault(label, {str(col): MARKDOWN_NA for col in paper.columns})
             p = float(paper.loc[label, str(k)]) if label in paper.index and str(k) in paper.columns else float("nan")
             ours = (format_spread(vals) if len(vals) > 1 else f"{vals[0]:.2f}") + (

@@ -13,6 +13,7 @@ from ...reporting.published import load_published_table
 from ...reporting.runs import run_name
 from ...reporting.tables import MARKDOWN_NA
 from .tables import FIG2_RUNS, _panel_title, _run_model
+from ...reporting.grid import Grid
 
 def _model_bytes(name: str, dataset: str, inputs: Any = None) -> int:
     """Bytes of a model's upload: every tensor of its state dict (parameters and buffers) as stored, at the runs'
@@ -36,12 +37,12 @@ def cost_numbers(params: dict, results_root: Path) -> dict:
     sets' upload), model_bytes / res_bytes (K uploads of our model / of ResNet-18 for the dataset), and sc per
     method (server FLOPs, its test evaluations left out)."""
     cost = params.get("cost") or {}
-    k = int(params.get("clients") or 10)
+    k = (Grid.of(params).clients or 10)
     out = {}
-    for ds in params.get("datasets") or []:
-        for split in params.get("splits") or []:
+    for ds in Grid.of(params).datasets:
+        for split in Grid.of(params).splits:
             local, dm, s_bytes, sc = [], [], [], {m: [] for m in FIG2_RUNS.values()}
-            for seed in params.get("seeds") or [0]:
+            for seed in Grid.of(params).seeds:
                 run = Path(results_root) / run_name(ds, split, seed)
                 clients = run / "clients.json"
                 if clients.is_file() and "train_flops" in (c := json.loads(clients.read_text())):

@@ -14,6 +14,7 @@ from ...reporting.runs import mean_side, read_runs, run_name, vs_paper
 from ...reporting.spread import Side, Verdict, above_all, compare, format_spread, late_half, swing
 from ...reporting.tables import MARKDOWN_NA
 from .tables import ACC_CELLS, FIG2_RUNS, _curve, _degenerate, _entries, _mean, _panel_title, _run_model, run_side
+from ...reporting.grid import Grid
 
 def table2(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     """Table 2: the paper's rows (CIFAR-10, by α), then ours per dataset and split with ResNet-18 clients."""
@@ -61,7 +62,7 @@ def variant_points(params: dict, results_root: Path, figure: str) -> dict:
                     results_root, ds, split, f"ofeded-{v['id']}", f"{v['series']} {v['x']}", recs,
                     str(v.get("clients") or ""))
         recs = by_id.get(main["id"], []) if main else []
-        ipcs = {json.loads(f.read_text())["settings"]["ipc"] for seed in params.get("seeds") or [0]
+        ipcs = {json.loads(f.read_text())["settings"]["ipc"] for seed in Grid.of(params).seeds
                 if (f := Path(results_root) / run_name(ds, split, seed) / "distilled.json").is_file()}
         out[ds] = {"series": series,
                    "reference": run_side(results_root, ds, split, main["id"], "no noise", recs) if recs else None,
@@ -149,11 +150,11 @@ def _teacher_runs(params: dict, results_root: Path) -> dict:
     """Per dataset at ``figure_split``: {method label: {seed: ensemble test accuracies per server epoch}} of the
     ``--track-teacher`` runs (Fig. 2(a))."""
     split, out = params.get("figure_split"), {}
-    for ds in params.get("datasets") or []:
+    for ds in Grid.of(params).datasets:
         by: dict[str, dict] = {}
         for label, run_id in FIG2_RUNS.items():
             entry = next((e for e in _entries(params) if e.get("id") == run_id), None)
-            for seed in params.get("seeds") or [0]:
+            for seed in Grid.of(params).seeds:
                 live = Path(results_root) / run_name(ds, split, seed) / "live" / (entry or {}).get("id", "?")
                 curve = _curve(live, "train/teacher_acc")
                 if curve:

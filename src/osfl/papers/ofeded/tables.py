@@ -12,6 +12,7 @@ from ...reporting.published import load_published_table
 from ...reporting.runs import compare_rows, read_runs, run_name, split_by_guards, vs_paper
 from ...reporting.spread import Side, clients_at_chance, curve_at_chance, format_spread, late_half, mean_std, swing
 from ...reporting.tables import MARKDOWN_NA
+from ...reporting.grid import Grid
 
 #: our dataset names -> the paper's row labels (Table 1)
 DATASET_LABELS = {"mnist": "MNIST", "cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "svhn": "SVHN",
@@ -33,7 +34,7 @@ def _run_model(params: dict) -> str:
 
 
 def _entries(params: dict) -> list[dict]:
-    return list(params.get("columns") or []) + list(params.get("s_columns") or [])
+    return list(Grid.of(params).columns) + list(params.get("s_columns") or [])
 
 
 def table1(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
@@ -52,7 +53,7 @@ def table1(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
 
 def ablation_entries(params: dict) -> dict[str, dict]:
     """Table 3's row label (the paper's check marks, "Loss, Ens, Others") -> the run that is that row."""
-    rows = {", , ": next((e for e in params.get("columns") or [] if e.get("id") == FIG2_RUNS["Co-Boosting"]), None)}
+    rows = {", , ": next((e for e in Grid.of(params).columns if e.get("id") == FIG2_RUNS["Co-Boosting"]), None)}
     for e in params.get("s_columns") or []:
         if e.get("parts"):
             rows[", ".join(p.strip() for p in str(e["parts"]).split(","))] = e
