@@ -95,3 +95,16 @@ def test_long_settings_notes_move_to_the_section_end_once_each():
     section = "\n".join(notes.section("Settings"))
     assert section.count(long_note.strip()) == 1 and "(table1, table2)" in section
     assert layout.Notes().section("Settings") == []
+
+
+def test_rows_without_a_number_of_ours_are_left_out_and_named():
+    tex = ("\\begin{table}\n\\caption{T.}\n\\begin{tabular}{lll}\n\\toprule\n & A & B \\\\\n\\midrule\n"
+           "MNIST, 0.05 & --- / 55.38 & --- / 58.05 \\\\\nSVHN, 0.1 & --- / 39.29 & --- / 57.13 \\\\\n"
+           "Fashion-MNIST, dir0.1 & 63.78 / --- & --- / --- \\\\\n\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+    out = layout.drop_unrun_rows(tex)
+    assert "MNIST, 0.05 &" not in out and "SVHN, 0.1 &" not in out and "Fashion-MNIST, dir0.1 & 63.78" in out
+    assert "rows without a number of ours are left out: MNIST, 0.05; SVHN, 0.1." in out
+    assert out.index("left out") < out.index("\\end{table}")
+    only_paper = tex.replace("63.78 / ---", "--- / ---")
+    assert layout.drop_unrun_rows(only_paper) is None  # nothing of ours: the report lists the table's state
+    assert layout.drop_unrun_rows(tex.replace("--- / 55.38", "1.00 / 55.38")).count("left out: SVHN, 0.1.") == 1

@@ -30,7 +30,7 @@ from ..discover import display_name, papers as discovered_papers
 from ..provenance.lineage import AGREE, check as lineage
 from .published import load_artifacts
 from .runs import NOT_DRAWN
-from .layout import Notes, figure_width, fit_table, short_caption
+from .layout import Notes, drop_unrun_rows, figure_width, fit_table, short_caption
 from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts, verdict_label
 from .tables import escape_latex
 
@@ -131,11 +131,12 @@ def drop_unrun_columns(tex: str) -> str | None:
 
 
 def _table(tex: str, notes: Notes | None = None, user: str = "") -> str | None:
-    """A rendered table as the report places it: columns without a number of ours left out
-    (:func:`drop_unrun_columns`; None: nothing of ours), set at 7 pt or more with a caption of at most three lines
+    """A rendered table as the report places it: columns and rows without a number of ours left out
+    (:func:`drop_unrun_columns`, :func:`.layout.drop_unrun_rows`; None: nothing of ours), set at 7 pt or more with a caption of at most three lines
     (:func:`.layout.fit_table`), kept where it stands; with ``notes``, its long settings note moved to the section's
     end under ``user`` (:class:`.layout.Notes`)."""
     body = drop_unrun_columns(tex)
+    body = drop_unrun_rows(body) if body is not None else None
     if body is None:
         return None
     body = fit_table(body).replace(r"\begin{table}", r"\begin{table}[H]")

@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 
 __all__ = ["CAPTION_CHARS", "CHAR_PT", "LINE_PT", "MAX_ENLARGE", "MIN_SCALE", "NOTE_CHARS", "PAD_PT", "Notes",
-           "figure_width", "fit_table", "natural_width", "short_caption", "split_wide", "visible"]
+           "drop_unrun_rows", "figure_width", "fit_table", "natural_width", "short_caption", "split_wide", "visible"]
 
 LINE_PT = 494.0  # A4 (597.5 pt) less two 18-mm margins (51 pt each)
 MIN_SCALE = 0.7  # 7-pt text in a 10-pt table: the smallest the report sets
@@ -70,6 +70,34 @@ def natural_width(tabular: str) -> float | None:
     m = _TABULAR.search(tabular)
     rows = _rows(m.group(2).split("\n")) if m else None
     return sum(_widths(rows)) if rows else None
+
+
+def drop_unrun_rows(tex: str) -> str | None:
+    """``tex`` without the body rows in which no cell has a number of ours (every cell after the row label starts
+    with ``---``, our missing value: the paper's rows of a dataset we cannot obtain), and a small-type note naming
+    them; None when that is every row; as it is when its rows cannot be parsed."""
+    m = _TABULAR.search(tex)
+    if not m:
+        return tex
+    body = m.group(2).split("\n")
+    rows = _rows(body)
+    try:
+        mid, bottom = body.index("\\midrule"), body.index("\\bottomrule")
+    except ValueError:
+        return tex
+    if rows is None:
+        return tex
+    empty = [i for i, cells in rows.items() if mid < i < bottom and all(c.startswith("---") for c in cells[1:])]
+    if not empty:
+        return tex
+    if len(empty) == sum(1 for i in rows if mid < i < bottom):
+        return None
+    kept = "\n".join(line for i, line in enumerate(body) if i not in empty)
+    note = ("\\par\\smallskip\n{\\footnotesize In this report, rows without a number of ours are left out: "
+            + "; ".join(rows[i][0] for i in empty) + ".\\par}\n")
+    out = tex[:m.start(2)] + kept + tex[m.end(2):]
+    end = out.rfind("\\end{table}")
+    return out[:end] + note + out[end:] if end >= 0 else out + note
 
 
 def split_wide(tex: str, limit: float = LINE_PT / MIN_SCALE) -> str:
