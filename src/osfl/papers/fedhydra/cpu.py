@@ -115,7 +115,8 @@ def cpu_table(bench: Path, arts: list[Artifact], out: Path,
     missing = [METHODS[m] for m in METHODS if not any((s, m) in numbers for s in COLUMNS)]
     state = (f"{len(numbers)} of {len(METHODS) * len(COLUMNS)} {name} cells from {BENCHMARK}'s runs (seeds "
              f"{', '.join(map(str, seeds))}): {metrics['within_3']} within 3 points of the paper, "
-             f"{metrics['within_10']} within 10" + (f"; not run yet: {', '.join(missing)}" if missing else ""))
+             f"{metrics['within_10']} within 10, {metrics['beside_paper'] - metrics['within_10']} worse"
+             + (f"; not run yet: {', '.join(missing)}" if missing else ""))
     caption = (f"Tables 1 and 2, {name} columns, cpu profile: ours (final accuracy, mean ± std over n seeds) / the "
                f"paper's (Δ). Runs: the cross-paper benchmark ({BENCHMARK}/).")
     ran_on = machines(runs)
