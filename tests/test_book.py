@@ -136,3 +136,16 @@ def test_each_summary_line_says_n_the_difference_and_the_spread():
     assert book.basis_parts(several) == ("1-3", "+0.50", "1.00", True)
     # the summary is one table per paper: claim, verdict, n, difference, spread
     assert "C & \\textbf{holds} & 3 & +10.00 & 1.00 \\\\" in "\n".join(book.summary_section([paper]))
+
+
+def test_the_opening_pages_carry_the_peer_summary(tmp_path, repo_root):
+    """Issue 74: the PDF's opening pages: ours against the paper, the verdicts, then ours against the authors' code
+    (one row per peer record, with the finding and the speed)."""
+    from osfl.reporting.closeness import peers_section
+
+    peers = repo_root / "benchmarks" / "peers"
+    lines = peers_section(peers / "records", peers / "findings.yaml")
+    text = "\n".join(lines)
+    assert "Ours against the authors' code" in text and "longtable" in text
+    assert "OT fusion (ot)" in text and "F36" in text  # a row and the finding that explains it
+    assert peers_section(tmp_path / "none", tmp_path / "none.yaml") == []

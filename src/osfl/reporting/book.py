@@ -337,7 +337,13 @@ def document(papers: list[Paper], build: Path, benchmark: Path | None = None) ->
                           "runs committed with their dvc.lock entries; nothing here was computed for the report.")]
     # the first page answers the first question: how close we are to each paper (then the contents)
     lines += closeness_section(papers, build) + [r"\clearpage", r"\tableofcontents", r"\clearpage"]
-    lines += summary_section(papers) + lineage_section(folders)
+    lines += summary_section(papers)
+    root = folders[0].parent.parent if folders else None
+    if root is not None and (root / "benchmarks" / "peers" / "records").is_dir():
+        from .closeness import peers_section
+
+        lines += peers_section(root / "benchmarks" / "peers" / "records", root / "benchmarks" / "peers" / "findings.yaml")
+    lines += lineage_section(folders)
     if benchmark is not None:
         lines += [r"\clearpage"] + benchmark_section(benchmark, build)
     for p in papers:

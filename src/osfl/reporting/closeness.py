@@ -1,12 +1,15 @@
-"""The report's first figure (:func:`osfl.reporting.book.closeness_section`): every cell of ours beside a paper's
-number, ours against the paper's, one panel per paper."""
+"""The report's opening pages (osfl.reporting.book, issue 74): the first figure, every cell of ours beside a paper's
+number, ours against the paper's, one panel per paper (:func:`ours_vs_paper`); and the summary of our methods
+against their authors' code, from benchmarks/peers/ (:func:`peers_section`)."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from .peers import SUMMARY_HEADER, load, summary_rows
+from .tables import escape_latex
 from .figures import PROFILE_MARKERS, _panel_grid, _plain, _small_axes, _style, save_figure
 
-__all__ = ["ours_vs_paper"]
+__all__ = ["ours_vs_paper", "peers_section"]
 
 
 def ours_vs_paper(panels: dict[str, list[dict]], out_stem: Path, *, band: float = 3.0) -> list[Path]:
@@ -39,3 +42,25 @@ def ours_vs_paper(panels: dict[str, list[dict]], out_stem: Path, *, band: float 
             _small_axes(ax, "paper (%)", "ours (%)")
             ax.legend(fontsize=6, loc="upper left")
         return save_figure(fig, out_stem)
+
+
+def peers_section(records: Path, findings: Path) -> list[str]:
+    """LaTeX lines: one row per peer record (reports/peers.md's summary table: ours against the official code as
+    released, the spread verdict, the finding that explains a difference, and the speed ratio); [] where no record
+    exists."""
+    runs, _, explained = load(records, findings)
+    rows = summary_rows(runs, explained)
+    if not rows:
+        return []
+    keep = [0, 2, 3, 4, 5, 6, 7]  # record, official, ours, difference, result, finding, speed (metric and commit aside)
+    head = [SUMMARY_HEADER[i] for i in keep[:-1]] + ["speed (official s / ours)"]
+    return [r"\section*{Ours against the authors' code}",
+            r"\addcontentsline{toc}{section}{Ours against the authors' code}",
+            escape_latex("Each row runs the authors' released code beside ours on the same inputs (3 seeds; details, "
+                         "shims and every difference found: reports/peers.md). Speed: official seconds / ours on the "
+                         "same work, one thread."),
+            r"{\footnotesize\begin{longtable}{>{\raggedright\arraybackslash}p{3.6cm}lllp{1.7cm}l"
+            r">{\raggedright\arraybackslash}p{2.3cm}}", r"\toprule",
+            " & ".join(escape_latex(h) for h in head) + r" \\", r"\midrule", r"\endhead",
+            *[" & ".join(escape_latex(str(r[i])) for i in keep) + r" \\" for r in rows],
+            r"\bottomrule", r"\end{longtable}}"]

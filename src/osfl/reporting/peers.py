@@ -187,10 +187,15 @@ def curves_section(record: dict) -> list[str]:
 HEADLINE = ("final", "ensemble", "client_acc_mean")  # a record's headline metric: the first that both sides have
 
 
-def summary_section(records: dict[str, dict], explained: dict[str, list[str]] | None = None) -> list[str]:
-    """One row per record: ours against the official code as released (the arm ``official``) on the record's
-    headline metric, the difference and the spread verdict, the findings that explain it (``explained``: record name
-    -> finding ids, from the findings' ``explains`` lists), and the first timed phase's ratio."""
+SUMMARY_HEADER = ["record", "metric", "official", "ours", "difference", "result", "finding",
+                  "ours as fast as official", "official code"]
+
+
+def summary_rows(records: dict[str, dict], explained: dict[str, list[str]] | None = None) -> list[list[str]]:
+    """One row per record (:data:`SUMMARY_HEADER`): ours against the official code as released (the arm
+    ``official``) on the record's headline metric, the difference and the spread verdict, the findings that explain
+    it (``explained``: record name -> finding ids, from the findings' ``explains`` lists), and the first timed
+    phase's ratio."""
     rows = []
     for name, record in records.items():
         arms = record["arms"]
@@ -211,12 +216,27 @@ def summary_section(records: dict[str, dict], explained: dict[str, list[str]] | 
                      format_spread(off[metric]["values"]), format_spread(ours[metric]["values"]),
                      f"{v.difference:+.2f}" if v.difference is not None else "—",
                      AGREEMENT.get(v.verdict, v.label), finding, ratio, _official(record.get("official", {}))])
+    return rows
+
+
+def summary_section(records: dict[str, dict], explained: dict[str, list[str]] | None = None) -> list[str]:
+    """The summary table (:func:`summary_rows`) as Markdown, with its lead line."""
+    rows = summary_rows(records, explained)
     if not rows:
         return []
     return (["Ours against the official code as released, one row per record (details and the other arms below; "
-             "time ratio = official seconds / ours):", ""]
-            + _table(["record", "metric", "official", "ours", "difference", "result", "finding",
-                      "ours as fast as official", "official code"], rows) + [""])
+             "time ratio = official seconds / ours):", ""] + _table(SUMMARY_HEADER, rows) + [""])
+
+
+def load(records: Path, findings: Path) -> tuple[dict[str, dict], list[dict] | None, dict[str, list[str]]]:
+    """(the run records by name, the findings, record name -> the ids of the findings that explain it)."""
+    runs = sorted(p for p in Path(records).glob("*.json") if p.name != "equations.json")
+    found = yaml.safe_load(Path(findings).read_text()) if Path(findings).exists() else None
+    explained: dict[str, list[str]] = {}
+    for f in found or []:
+        for rec in f.get("explains") or []:
+            explained.setdefault(rec, []).append(f["id"])
+    return {path.stem: json.loads(path.read_text()) for path in runs}, found, explained
 
 
 def findings_section(findings: list[dict] | None) -> list[str]:
@@ -243,12 +263,7 @@ def render(records: Path, findings: Path) -> str:
     out += ["## Runs: the same partition, models and steps", ""]
     if not runs:
         out += ["Not run: " + "; ".join(f"`{cmd}`" for n, cmd in RERUN.items() if n != "equations.json") + ".", ""]
-    records = {path.stem: json.loads(path.read_text()) for path in runs}
-    found = yaml.safe_load(findings.read_text()) if findings.exists() else None
-    explained: dict[str, list[str]] = {}
-    for f in found or []:
-        for rec in f.get("explains") or []:
-            explained.setdefault(rec, []).append(f["id"])
+    records, found, explained = load(records, findings)
     out += summary_section(records, explained)
     for name, record in records.items():
         out += run_section(name, record)
