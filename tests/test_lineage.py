@@ -72,7 +72,8 @@ def test_the_command_exits_1_on_a_mismatch_and_names_a_folder_without_dvc_yaml(t
 
 
 def test_the_report_lists_each_pipelines_mismatches(tmp_path):
-    (tmp_path / "hfldd").mkdir()
+    (tmp_path / "hfldd" / "published").mkdir(parents=True)
+    (tmp_path / "hfldd" / "published" / "artifacts.yaml").write_text("paper: {short: HFLDD}\n")  # its display name
     (tmp_path / "hfldd" / "dvc.lock").write_text(yaml.safe_dump(_lock(**{"t@0": _stage(profile="a"),
                                                                        "t@1": _stage(profile="b")})))
     (tmp_path / "benchmark").mkdir()
