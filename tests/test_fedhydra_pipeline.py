@@ -19,6 +19,8 @@ from collections import Counter
 import pytest
 from helpers import compile_latex, dag, host_facts, repo_copy, sh
 
+from osfl.reporting.runs import NOT_DRAWN
+
 pytestmark = pytest.mark.slow
 SUB = "papers/fedhydra"  # a DVC project of its own: its commands run there
 FIGURES = ("figure03", "figure04", "figure05", "figure06", "figure07", "figure08", "figure09", "figure10",
@@ -61,9 +63,15 @@ def test_render_writes_every_table_and_figure(fedhydra_repo):
     for i in range(1, 19):
         for ext in ("tex", "md"):
             assert (rep / f"table{i:02d}.{ext}").stat().st_size > 0, (i, ext)
+    # a figure is drawn where a run feeds it, else not written and its state says so (issue 74: no empty panels)
+    status = json.loads((rep / "status.json").read_text())
+    drawn = [fig for fig in FIGURES if (rep / f"{fig}.png").exists()]
+    assert len(drawn) >= 5, drawn  # the smoke grid feeds six of them
     for fig in FIGURES:
-        for ext in ("png", "pdf"):
-            assert (rep / f"{fig}.{ext}").stat().st_size > 0, (fig, ext)
+        if fig in drawn:
+            assert all((rep / f"{fig}.{ext}").stat().st_size > 0 for ext in ("png", "pdf")), fig
+        else:
+            assert status[fig].startswith(NOT_DRAWN) and not (rep / f"{fig}.pdf").exists(), (fig, status[fig])
     readme = (rep / "README.md").read_text()
     # the committed paper-profile results are on disk, but no `paper_columns` here: not current, so not rendered
     assert not (rep / "table01_paper_profile.md").exists()
