@@ -157,15 +157,16 @@ def orderings(numbers: dict, params: dict, papers_root: Path, dataset: str = "fm
 
 def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, paper_results_root: Path | None = None,
            summary: Path | None = None) -> list[Path]:
+    grid = Grid.of(params)
     out.mkdir(parents=True, exist_ok=True)
-    every = {**params, "columns": list(Grid.of(params).columns) + list(params.get("xcolumns") or [])}
+    every = {**params, "columns": list(grid.columns) + list(params.get("xcolumns") or [])}
     runs = read_runs(Path(results_root), every)
     described = cpu_profile.describe(params)
     ot_ids = {e["id"] for e in every["columns"] if e.get("method") == "ot"}
     ot_note = ot_unmoved_note([(r.get("extras") or {}).get("units_moved_share") for by_id in runs.values()
                                for i in ot_ids for r in by_id.get(i, [])])
     written, status, discussion, counts = [], {}, [], {"cells_run": 0, "runs_failed_guard": 0}
-    datasets = list(Grid.of(params).datasets)
+    datasets = list(grid.datasets)
     for ds in datasets:  # one table and figure per dataset: "table" / "figure" for the first, "<stem>_<ds>" after
         table, fig = ("table", "figure") if ds == datasets[0] else (f"table_{ds}", f"figure_{ds}")
         df, numbers, failed = cells({k: v for k, v in runs.items() if k[0] == ds}, every)
@@ -197,7 +198,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
              read_sweep(Path(results_root), params, base=params.get("clients")).items()}
     n_df, n_numbers, n_failed = cells(sweep, params)
     if n_numbers:
-        first = split_label((Grid.of(params).first_split or ""))
+        first = split_label((grid.first_split or ""))
         written += write_table(n_df, out / "nclients", f"The client number N on {first}: final test accuracy (%), "
                                "mean ± sample std (n seeds), rank at that N (#1 = best), average rank over N "
                                f"(N = {params.get('clients')}: the main table's runs).", "tab:benchmark-nclients",

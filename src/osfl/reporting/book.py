@@ -30,7 +30,7 @@ from ..discover import display_name, papers as discovered_papers
 from ..provenance.lineage import AGREE, check as lineage
 from .published import load_artifacts
 from .runs import NOT_DRAWN
-from .layout import Notes, drop_unrun_rows, figure_width, fit_table, short_caption
+from .layout import Notes, drop_unrun_columns, drop_unrun_rows, figure_width, fit_table, short_caption
 from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts, verdict_label
 from .tables import escape_latex
 
@@ -92,48 +92,10 @@ def load_paper(folder: Path) -> Paper:
                  _json(reports / "status.json", {}), _json(reports / "claims.json", []))
 
 
-_CELL = re.compile(r"(?<!\\)&")
-
-
-def drop_unrun_columns(tex: str) -> str | None:
-    """A rendered comparison table without its columns where no cell has a number of ours (every body cell starts
-    with ``---``, our missing value: a dataset we cannot obtain), and a note naming them; None when that is every
-    column (the paper's numbers alone: the report lists the table's state instead). A table whose rows do not all
-    have the same number of cells is returned as it is."""
-    m = re.search(r"\\begin\{tabular\}\{([a-z|]+)\}\n(.*?)\n\\end\{tabular\}", tex, flags=re.S)
-    if not m:
-        return tex
-    spec, body = m.group(1), m.group(2).split("\n")
-    try:
-        mid, bottom = body.index("\\midrule"), body.index("\\bottomrule")
-    except ValueError:
-        return tex
-    rows = {i: [c.strip() for c in _CELL.split(line.rstrip().removesuffix("\\\\"))] for i, line in enumerate(body)
-            if i not in (mid, bottom) and not line.startswith("\\toprule")}
-    n = {len(cells) for cells in rows.values()}
-    if len(n) != 1 or len(spec) != n.pop():
-        return tex
-    data = [cells for i, cells in rows.items() if mid < i < bottom]
-    drop = [j for j in range(1, len(spec)) if data and all(cells[j].startswith("---") for cells in data)]
-    if not drop:
-        return tex
-    if len(drop) == len(spec) - 1:
-        return None
-    head = rows[min(rows)]
-    keep = [j for j in range(len(spec)) if j not in drop]
-    lines = [line if i not in rows else " & ".join(rows[i][j] for j in keep) + " \\\\" for i, line in enumerate(body)]
-    note = ("{\\footnotesize In this report, columns without a number of ours are left out: "
-            + ", ".join(head[j] for j in drop) + ".\\par}")
-    table = "\\begin{tabular}{" + "".join(spec[j] for j in keep) + "}\n" + "\n".join(lines) + "\n\\end{tabular}"
-    rest = tex[m.end():]
-    close = rest.find("\n", rest.find("}") if rest.lstrip().startswith("}") else 0)
-    return tex[:m.start()] + table + rest[:close] + "\n\\par\\smallskip\n" + note + rest[close:]
-
-
 def _table(tex: str, notes: Notes | None = None, user: str = "") -> str | None:
     """A rendered table as the report places it: columns and rows without a number of ours left out
-    (:func:`drop_unrun_columns`, :func:`.layout.drop_unrun_rows`; None: nothing of ours), set at 7 pt or more with a caption of at most three lines
-    (:func:`.layout.fit_table`), kept where it stands; with ``notes``, its long settings note moved to the section's
+    (:func:`.layout.drop_unrun_columns`, :func:`.layout.drop_unrun_rows`; None: nothing of ours), set at 7 pt or
+    more with a caption of at most three lines (:func:`.layout.fit_table`), kept where it stands; with ``notes``, its long settings note moved to the section's
     end under ``user`` (:class:`.layout.Notes`)."""
     body = drop_unrun_columns(tex)
     body = drop_unrun_rows(body) if body is not None else None

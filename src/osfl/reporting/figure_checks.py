@@ -27,14 +27,17 @@ def outside_texts(fig: Figure, bbox=None) -> list[str]:
     return [s for s, e in exts if e.x0 < area.x0 - 1 or e.y0 < area.y0 - 1 or e.x1 > area.x1 + 1 or e.y1 > area.y1 + 1]
 
 
+def _collisions(ax, renderer) -> tuple[list, list[str]]:
+    """(the visible x tick labels of ``ax``, the texts of those that overlap their left neighbour by over a pixel)."""
+    labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text().strip()]
+    boxes = sorted(((t.get_window_extent(renderer), t.get_text()) for t in labels), key=lambda b: b[0].x0)
+    return labels, [b[1] for a, b in zip(boxes, boxes[1:]) if a[0].x1 > b[0].x0 + 1 and a[0].overlaps(b[0])]
+
+
 def colliding_ticks(fig: Figure) -> list[str]:
     """The x tick labels of ``fig`` that overlap their neighbour on the same axes (by over a pixel)."""
-    renderer, hits = _renderer(fig), []
-    for ax in fig.axes:
-        labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text().strip()]
-        boxes = sorted(((t.get_window_extent(renderer), t.get_text()) for t in labels), key=lambda b: b[0].x0)
-        hits += [b[1] for a, b in zip(boxes, boxes[1:]) if a[0].x1 > b[0].x0 + 1 and a[0].overlaps(b[0])]
-    return hits
+    renderer = _renderer(fig)
+    return [text for ax in fig.axes for text in _collisions(ax, renderer)[1]]
 
 
 def untangle_ticks(fig: Figure) -> None:
@@ -42,9 +45,8 @@ def untangle_ticks(fig: Figure) -> None:
     for angle in (30, 90):
         renderer = _renderer(fig)
         for ax in fig.axes:
-            labels = [t for t in ax.get_xticklabels() if t.get_visible() and t.get_text().strip()]
-            boxes = sorted((t.get_window_extent(renderer) for t in labels), key=lambda b: b.x0)
-            if any(a.x1 > b.x0 + 1 and a.overlaps(b) for a, b in zip(boxes, boxes[1:])):
+            labels, hits = _collisions(ax, renderer)
+            if hits:
                 for t in labels:
                     t.set_rotation(angle)
                     t.set_horizontalalignment("right" if angle < 90 else "center")

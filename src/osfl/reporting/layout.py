@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 
 __all__ = ["CAPTION_CHARS", "CHAR_PT", "LINE_PT", "MAX_ENLARGE", "MIN_SCALE", "NOTE_CHARS", "PAD_PT", "Notes",
-           "drop_unrun_rows", "figure_width", "fit_table", "natural_width", "short_caption", "split_wide", "visible"]
+           "drop_unrun_columns", "drop_unrun_rows", "figure_width", "fit_table", "natural_width", "short_caption", "split_wide", "visible"]
 
 LINE_PT = 494.0  # A4 (597.5 pt) less two 18-mm margins (51 pt each)
 MIN_SCALE = 0.7  # 7-pt text in a 10-pt table: the smallest the report sets
@@ -72,21 +72,58 @@ def natural_width(tabular: str) -> float | None:
     return sum(_widths(rows)) if rows else None
 
 
+def _parse(tex: str):
+    """(the first tabular's match, its column spec, its body lines, :func:`_rows` of them, the body's ``\\midrule``
+    and ``\\bottomrule`` line indices (None where absent)), or None when there is no tabular, its rows have
+    different numbers of cells or not as many as the spec has columns."""
+    m = _TABULAR.search(tex)
+    if not m:
+        return None
+    spec, body = m.group(1), m.group(2).split("\n")
+    rows = _rows(body)
+    if rows is None or len(spec) != len(next(iter(rows.values()))):
+        return None
+
+    def first(rule: str) -> int | None:
+        return next((i for i, line in enumerate(body) if line == rule), None)
+
+    return m, spec, body, rows, first("\\midrule"), first("\\bottomrule")
+
+
+def drop_unrun_columns(tex: str) -> str | None:
+    """A rendered comparison table without its columns where no cell has a number of ours (every body cell starts
+    with ``---``, our missing value: a dataset we cannot obtain), and a note naming them; None when that is every
+    column (the paper's numbers alone: the report lists the table's state instead). A table whose rows do not all
+    have the same number of cells is returned as it is."""
+    parsed = _parse(tex)
+    if parsed is None or None in parsed[4:]:
+        return tex
+    m, spec, body, rows, mid, bottom = parsed
+    data = [cells for i, cells in rows.items() if mid < i < bottom]
+    drop = [j for j in range(1, len(spec)) if data and all(cells[j].startswith("---") for cells in data)]
+    if not drop:
+        return tex
+    if len(drop) == len(spec) - 1:
+        return None
+    head = rows[min(rows)]
+    keep = [j for j in range(len(spec)) if j not in drop]
+    lines = [line if i not in rows else " & ".join(rows[i][j] for j in keep) + " \\\\" for i, line in enumerate(body)]
+    note = ("{\\footnotesize In this report, columns without a number of ours are left out: "
+            + ", ".join(head[j] for j in drop) + ".\\par}")
+    table = "\\begin{tabular}{" + "".join(spec[j] for j in keep) + "}\n" + "\n".join(lines) + "\n\\end{tabular}"
+    rest = tex[m.end():]
+    close = rest.find("\n", rest.find("}") if rest.lstrip().startswith("}") else 0)
+    return tex[:m.start()] + table + rest[:close] + "\n\\par\\smallskip\n" + note + rest[close:]
+
+
 def drop_unrun_rows(tex: str) -> str | None:
     """``tex`` without the body rows in which no cell has a number of ours (every cell after the row label starts
     with ``---``, our missing value: the paper's rows of a dataset we cannot obtain), and a small-type note naming
     them; None when that is every row; as it is when its rows cannot be parsed."""
-    m = _TABULAR.search(tex)
-    if not m:
+    parsed = _parse(tex)
+    if parsed is None or None in parsed[4:]:
         return tex
-    body = m.group(2).split("\n")
-    rows = _rows(body)
-    try:
-        mid, bottom = body.index("\\midrule"), body.index("\\bottomrule")
-    except ValueError:
-        return tex
-    if rows is None:
-        return tex
+    m, _, body, rows, mid, bottom = parsed
     empty = [i for i, cells in rows.items() if mid < i < bottom and all(c.startswith("---") for c in cells[1:])]
     if not empty:
         return tex
@@ -103,13 +140,10 @@ def drop_unrun_rows(tex: str) -> str | None:
 def split_wide(tex: str, limit: float = LINE_PT / MIN_SCALE) -> str:
     """``tex`` with its first tabular split into column groups of at most ``limit`` pt each (the first column
     repeated in every group), set one under another; as it is when it fits or cannot be parsed."""
-    m = _TABULAR.search(tex)
-    if not m:
+    parsed = _parse(tex)
+    if parsed is None:
         return tex
-    spec, body = m.group(1), m.group(2).split("\n")
-    rows = _rows(body)
-    if rows is None or len(spec) != len(next(iter(rows.values()))):
-        return tex
+    m, spec, body, rows = parsed[:4]
     widths = _widths(rows)
     if sum(widths) <= limit:
         return tex

@@ -107,9 +107,9 @@ def cpu_table(bench: Path, arts: list[Artifact], out: Path,
     df, numbers = cells(runs, arts, dataset)
     if not numbers:
         return [], "", [], {}, []
-    stem, name = STEMS[dataset], LONG[dataset]
-    beside = [cell(stem, dataset, METHODS[m], HEADERS[split], list(v["values"].values()), v["paper"],
-                   (Grid.of(params).profile or "?")) for (split, m), v in numbers.items()]
+    stem, name, profile = STEMS[dataset], LONG[dataset], Grid.of(params).profile or "?"
+    beside = [cell(stem, dataset, METHODS[m], HEADERS[split], list(v["values"].values()), v["paper"], profile)
+              for (split, m), v in numbers.items()]
     seeds = sorted({s for v in numbers.values() for s in v["values"]})
     metrics = gap_metrics(numbers)
     missing = [METHODS[m] for m in METHODS if not any((s, m) in numbers for s in COLUMNS)]

@@ -47,9 +47,10 @@ def parts_note(params: dict, results_root: Path) -> str:
     """A caption sentence on the clients behind Table IV's runs, per part of its columns (``clients-<part>.json``):
     a classifier part's mean local test accuracy and epochs, a CVAE part's clients ending below their data's
     mean-image loss and the clients restarted (``diverged_in_epochs``); one value per run that trained the part."""
-    names = list(dict.fromkeys(q for c in Grid.of(params).columns for q in (c.get("first"), c.get("second")) if q))
-    runs = [(ds, sp, sd) for ds in Grid.of(params).datasets for sp in Grid.of(params).splits
-            for sd in Grid.of(params).seeds]
+    grid = Grid.of(params)
+    names = list(dict.fromkeys(q for c in grid.columns for q in (c.get("first"), c.get("second")) if q))
+    runs = [(ds, sp, sd) for ds in grid.datasets for sp in grid.splits
+            for sd in grid.seeds]
     said = []
     for name in names:
         recs = [(f"{sp} s{sd}", json.loads(f.read_text())) for ds, sp, sd in runs

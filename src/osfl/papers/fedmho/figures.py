@@ -27,10 +27,11 @@ def _curves_of(results_root: Path, ds: str, split: str, seed, entries: list[dict
 def _run_curves(params: dict, results_root: Path, out: Path, stem: str, entries: list[dict],
                 suptitle: str) -> tuple[list[Path], str]:
     """Test accuracy per server epoch of ``entries``, one panel per dataset and split (first seed)."""
-    seed = Grid.of(params).seeds[0]
+    grid = Grid.of(params)
+    seed = grid.seeds[0]
     panels, drawn = {}, 0
-    for ds in Grid.of(params).datasets:
-        for split in Grid.of(params).splits:
+    for ds in grid.datasets:
+        for split in grid.splits:
             series = _curves_of(results_root, ds, split, seed, entries)
             panels[f"{DATASET_LABELS.get(ds, ds)} {split} (seed {seed})"] = (series, {}) if series else None
             drawn += bool(series)
@@ -46,10 +47,11 @@ def fig05(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]
 
 def fig09(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """Images decoded per class by each dataset's generative clients (stage ``samples``)."""
-    seed = Grid.of(params).seeds[0]
-    splits = Grid.of(params).splits
+    grid = Grid.of(params)
+    seed = grid.seeds[0]
+    splits = grid.splits
     rows, drawn = {}, 0
-    for ds in Grid.of(params).datasets:
+    for ds in grid.datasets:
         f = Path(results_root) / run_name(ds, splits[0], seed) / "samples" / "samples.npz" if splits else None
         if f is not None and f.is_file():
             data = np.load(f)
@@ -66,10 +68,11 @@ def fig09(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]
 def fig02(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """All local models (Table IV) vs large models only (sweep variants ``row: large``), per sweep dataset, on the
     first split: mean over seeds."""
+    grid = Grid.of(params)
     sweeps = params.get("sweeps") or {}
     large = [v for v in sweeps.get("variants") or [] if v.get("artifact") == "figure02"]
-    cols = {c.get("paper"): c for c in Grid.of(params).columns}
-    split = (Grid.of(params).first_split or "dir0.5")
+    cols = {c.get("paper"): c for c in grid.columns}
+    split = (grid.first_split or "dir0.5")
     panels, drawn = {}, 0
     for ds in sweeps.get("datasets") or []:
         runs = read_runs(results_root, params, large + list(cols.values()), [ds]).get((ds, split), {})

@@ -210,15 +210,16 @@ def table10(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
 def table10_setting(params: dict) -> str:
     """Table X's setting as params.yaml has it: each part its variants read (clients, models, optimiser) and the
     global models their ``--set`` chooses."""
+    grid = Grid.of(params)
     sweeps = params.get("sweeps") or {}
     entries = [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table10"]
     parts = {q["name"]: q for q in (params.get("parts") or []) + (sweeps.get("parts") or [])}
-    ds = (sweeps.get("datasets") or Grid.of(params).datasets or ("fmnist",))[0]
+    ds = (sweeps.get("datasets") or grid.datasets or ("fmnist",))[0]
     described = []
     for name in dict.fromkeys(e[k] for e in entries for k in ("first", "second") if e.get(k)):
         part = parts.get(name, {})
         span = part.get("clients") or part.get("half")
-        n = span[1] - span[0] if isinstance(span, list) else (Grid.of(params).clients or 10) // 2
+        n = span[1] - span[0] if isinstance(span, list) else (grid.clients or 10) // 2
         models = part.get("model") if isinstance(part.get("model"), list) else [part.get("model")] * n
         models = [m.get(ds, MARKDOWN_NA) if isinstance(m, dict) else str(m) for m in models]
         ids = f"clients {span[0]}-{span[1] - 1}" if isinstance(span, list) else f"the {span} half"
@@ -246,10 +247,11 @@ def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, s
     """Table XI on each sweep dataset's first split: FID of each ``sweeps.fid`` part's generated data (stage
     ``fid``) with FedMHO-MD / -SD trained on that part (``table11`` variants; Table IV's runs for its own part), and
     the Gaussian-noise and real-split references. Returns (cells, FIDs computed, the features that produced them)."""
+    grid = Grid.of(params)
     paper = load_published_table(art)
     sweeps = params.get("sweeps") or {}
-    split = (Grid.of(params).first_split or "dir0.5")
-    seeds = Grid.of(params).seeds
+    split = (grid.first_split or "dir0.5")
+    seeds = grid.seeds
     parts = sweeps.get("fid") or []
     entries = _md_sd_defaults(params, "") + [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table11"]
     features: set[str] = set()  # what produced the FIDs, as each record says

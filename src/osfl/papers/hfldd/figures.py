@@ -33,16 +33,17 @@ def curves_panels(runs: dict) -> dict:
 def traffic_panels(params: dict, runs: dict, classes: int = 2) -> tuple[dict, dict]:
     """Fig. 6: per dataset, log10 MiB to first reach each target at C = ``classes`` (mean over seeds); and the
     numbers, ``{(dataset, method label, target): {seed: MiB}}``."""
+    grid = Grid.of(params)
     targets = [float(t) for t in (params.get("cost") or {}).get("curve_targets") or []]
     panels, numbers = {}, {}
-    for ds in Grid.of(params).datasets:
+    for ds in grid.datasets:
         recs = runs.get((ds, classes)) or []
-        n = model_params((Grid.of(params).model or "lenet5"), ds) if recs else 0
+        n = model_params((grid.model or "lenet5"), ds) if recs else 0
         series = {}
         for m, label in zip(COST_METHODS, COST_METHODS_LABELS):
             xs, ys = [], []
             for t in targets:
-                got = {r["seed"]: to_target(r, m, t, n, (Grid.of(params).clients or 100)) for r in recs}
+                got = {r["seed"]: to_target(r, m, t, n, (grid.clients or 100)) for r in recs}
                 mib = {seed: g["mib"] for seed, g in got.items() if g is not None and g["mib"] is not None}
                 if mib and len(mib) == len([g for g in got.values() if g is not None]):
                     xs.append(t)

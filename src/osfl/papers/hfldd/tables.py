@@ -71,14 +71,15 @@ def k_records(recs: list[dict], params: dict) -> dict[int, dict]:
 
 def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[dict]]:
     """``{(dataset, C): [run records per seed that has any record]}``."""
+    grid = Grid.of(params)
     out = {}
-    for ds in Grid.of(params).datasets:
+    for ds in grid.datasets:
         for c in params.get("classes") or []:
             recs = []
-            for seed in Grid.of(params).seeds:
+            for seed in grid.seeds:
                 run = read_run(results_root, run_name(ds, f"c{c}", seed))
                 if run["rounds"] or run["clustering"] or run["ksweep"]:
-                    recs.append({**run, "seed": seed, "C": int(c), "profile": Grid.of(params).profile})
+                    recs.append({**run, "seed": seed, "C": int(c), "profile": grid.profile})
             out[(ds, int(c))] = recs
     return out
 
@@ -162,6 +163,7 @@ PAPER_COST = {"table2": ("lenet5", "mnist", "H_MNIST_C10"), "table3": ("fedd3_cn
 
 def cost_table(params: dict, runs: dict, art, fig5_meta: dict) -> tuple[pd.DataFrame, dict, bool]:
     """Table II or III: the paper's rows, its rounds through our cost model, then ours per dataset (C = 10)."""
+    grid = Grid.of(params)
     model, ds_paper, h_key = PAPER_COST[art.id]
     from ...data import get_spec
 
@@ -175,8 +177,8 @@ def cost_table(params: dict, runs: dict, art, fig5_meta: dict) -> tuple[pd.DataF
         if not any(r["rounds"] for r in recs):
             continue
         target = float(targets.get(ds, PAPER_TARGETS[art.id]))
-        n = model_params((Grid.of(params).model or "lenet5"), ds)
-        got = {m: [to_target(r, m, target, n, (Grid.of(params).clients or 100)) for r in recs] for m in COST_METHODS}
+        n = model_params((grid.model or "lenet5"), ds)
+        got = {m: [to_target(r, m, target, n, (grid.clients or 100)) for r in recs] for m in COST_METHODS}
         got = {m: [g for g in v if g is not None] for m, v in got.items()}
         where = f"ours: {DATASET_LABELS.get(ds, ds)}, C = 10, target {target:g} %"
         rounds_row, traffic_row, ratio_row = {}, {}, {}
@@ -207,6 +209,7 @@ def cost_table(params: dict, runs: dict, art, fig5_meta: dict) -> tuple[pd.DataF
 def table4(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
     """The paper's K columns per (dataset, C) row; ours at every K that ran (the sweep's points and the main run at
     ``clustering.K``) beside the paper's there, with Δ. Numbers: ``{(dataset, C, K): {"mean", "paper", "seeds"}}``."""
+    grid = Grid.of(params)
     paper = load_published_table(art)
     rows, numbers = {}, {}
     for label in paper.index:
@@ -216,7 +219,7 @@ def table4(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
         for k, per_seed in k_records(recs, params).items():
             vals = [rec["acc_final"] for rec in per_seed.values()]
             # records computed under another profile than the params' (an older grid's) say so
-            older = sorted({rec.get("profile") for rec in per_seed.values()} - {None, Grid.of(params).profile})
+            older = sorted({rec.get("profile") for rec in per_seed.values()} - {None, grid.profile})
             row = rows.setdefault(label, {str(col): MARKDOWN_NA for col in paper.columns})
             p = float(paper.loc[label, str(k)]) if label in paper.index and str(k) in paper.columns else float("nan")
             ours = (format_spread(vals) if len(vals) > 1 else f"{vals[0]:.2f}") + (

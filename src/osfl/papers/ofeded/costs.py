@@ -36,13 +36,14 @@ def cost_numbers(params: dict, results_root: Path) -> dict:
     local (all clients' local training FLOPs, one round), dm (all clients' matching FLOPs), s_bytes (the distilled
     sets' upload), model_bytes / res_bytes (K uploads of our model / of ResNet-18 for the dataset), and sc per
     method (server FLOPs, its test evaluations left out)."""
+    grid = Grid.of(params)
     cost = params.get("cost") or {}
-    k = (Grid.of(params).clients or 10)
+    k = (grid.clients or 10)
     out = {}
-    for ds in Grid.of(params).datasets:
-        for split in Grid.of(params).splits:
+    for ds in grid.datasets:
+        for split in grid.splits:
             local, dm, s_bytes, sc = [], [], [], {m: [] for m in FIG2_RUNS.values()}
-            for seed in Grid.of(params).seeds:
+            for seed in grid.seeds:
                 run = Path(results_root) / run_name(ds, split, seed)
                 clients = run / "clients.json"
                 if clients.is_file() and "train_flops" in (c := json.loads(clients.read_text())):

@@ -47,6 +47,7 @@ def variant_points(params: dict, results_root: Path, figure: str) -> dict:
     """Per dataset at ``figure_split``: {"series": {series: {x: Side}}} of the ``variants`` drawn in ``figure``
     ("2b" or "3"), each a side over the seeds that ran (:func:`run_side`), and "reference": the main OFedED run's
     side (None where it did not run), and "ipc": the main runs' IPC."""
+    grid = Grid.of(params)
     split = params.get("figure_split")
     chosen = [v for v in params.get("variants") or [] if str(v.get("figure")) == figure]
     main = next((e for e in params.get("s_columns") or [] if e.get("method") == "ofeded" and not e.get("tag")), None)
@@ -62,7 +63,7 @@ def variant_points(params: dict, results_root: Path, figure: str) -> dict:
                     results_root, ds, split, f"ofeded-{v['id']}", f"{v['series']} {v['x']}", recs,
                     str(v.get("clients") or ""))
         recs = by_id.get(main["id"], []) if main else []
-        ipcs = {json.loads(f.read_text())["settings"]["ipc"] for seed in Grid.of(params).seeds
+        ipcs = {json.loads(f.read_text())["settings"]["ipc"] for seed in grid.seeds
                 if (f := Path(results_root) / run_name(ds, split, seed) / "distilled.json").is_file()}
         out[ds] = {"series": series,
                    "reference": run_side(results_root, ds, split, main["id"], "no noise", recs) if recs else None,
@@ -149,12 +150,13 @@ def _series_of(run_id: str) -> str | None:
 def _teacher_runs(params: dict, results_root: Path) -> dict:
     """Per dataset at ``figure_split``: {method label: {seed: ensemble test accuracies per server epoch}} of the
     ``--track-teacher`` runs (Fig. 2(a))."""
+    grid = Grid.of(params)
     split, out = params.get("figure_split"), {}
-    for ds in Grid.of(params).datasets:
+    for ds in grid.datasets:
         by: dict[str, dict] = {}
         for label, run_id in FIG2_RUNS.items():
             entry = next((e for e in _entries(params) if e.get("id") == run_id), None)
-            for seed in Grid.of(params).seeds:
+            for seed in grid.seeds:
                 live = Path(results_root) / run_name(ds, split, seed) / "live" / (entry or {}).get("id", "?")
                 curve = _curve(live, "train/teacher_acc")
                 if curve:
