@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from osfl.papers import fedhydra as fh
+from osfl.reporting.runs import run_folders
 
 PIPE = Path("papers") / "fedhydra"
 SECTION = "## Not rendered: results on disk that the current params do not produce"
@@ -100,7 +101,7 @@ def test_expected_results_match_dvc_yaml(repo_root, tmp_path, variant):
     prefix, paper_prefix = "results/", "results/paper/"
     materialise([o[len(prefix):] for o in outs if o.startswith(prefix) and not o.startswith(paper_prefix)],
                 tmp_path / "results")
-    run_dirs = fh._run_dirs(tmp_path / "results")
+    run_dirs = run_folders(tmp_path / "results")
     on_disk = {d.name: {key for key, _, _ in fh._result_files(d)} for d in run_dirs}
     # every result output DVC declares is read by render (the twins of a file it reads aside) ...
     read = {f.relative_to(tmp_path) for d in run_dirs for _, _, f in fh._result_files(d)}

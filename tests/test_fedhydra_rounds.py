@@ -45,7 +45,7 @@ def test_fashion_rounds_table_readme_and_claim(repo_root, tmp_path):
     assert (out / "rounds_fmnist-dir0.1.tex").is_file()
     status = json.loads((out / "status.json").read_text())
     assert status["rounds_fmnist-dir0.1"].startswith("6 cells, 2 methods x T = 1..3")
-    assert "| rounds_fmnist-dir0.1 |" in (out / "README.md").read_text()
+    assert "| `rounds_fmnist-dir0.1` |" in (out / "README.md").read_text()
     claim = next(c for c in json.loads((out / "claims.json").read_text()) if c["artifact"] == "rounds_fmnist-dir0.1")
     # one seed (issue 72): not judged, but the evidence keeps each row's comparison and its difference
     assert claim["verdict"] == "not judged" and claim["reason"] == "n = 1"

@@ -89,11 +89,11 @@ def test_render_comparison_cells_with_seeds_and_extra_rows(tmp_path):
             ("Mine", "FashionMNIST alpha=0.5"): 40.0}
     tex, md = render_comparison(art, ours, tmp_path, extra_rows=["Mine"])
     text = md.read_text()
-    assert "| 58.65 ± 1.20 (n=3) / 74.20 (Δ-15.55) |" in text  # Δ from the mean
-    assert "| 61.00 / 75.76 (Δ-14.76) |" in text and "| 61.00 / 74.88 (Δ-13.88) |" in text
+    assert "| 58.65 ± 1.20 (n=3) / 74.20 (-15.55) |" in text  # Δ from the mean
+    assert "| 61.00 / 75.76 (-14.76) |" in text and "| 61.00 / 74.88 (-13.88) |" in text
     assert "| Mine | — |" in text and "| 40.00 / — |" in text and text.index("| FedHydra (ours) |") < text.index("| Mine |")
     assert "sample standard deviation (ddof = 1)" in text
-    assert "58.65 $\\pm$ 1.20 (n=3) / 74.20 ($\\Delta$-15.55)" in tex.read_text()
+    assert "58.65 $\\pm$ 1.20 (n=3) / 74.20 (-15.55)" in tex.read_text()
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -103,10 +103,10 @@ def test_render_comparison_cells_with_seeds_and_extra_rows(tmp_path):
 def test_table1_cells_over_three_seeds(rendered):
     out, summary = rendered
     md, tex = (out / "table01.md").read_text(), (out / "table01.tex").read_text()
-    assert "58.65 ± 1.20 (n=3) / 74.20 (Δ-15.55)" in md  # DENSE, FashionMNIST α = 0.5
-    assert "62.00 ± 1.00 (n=3) / 75.76 (Δ-13.76)" in md  # FedAvg
-    assert "52.00 ± 2.00 (n=3) / 77.20 (Δ-25.20)" in md  # FedHydra
-    assert "58.65 $\\pm$ 1.20 (n=3) / 74.20 ($\\Delta$-15.55)" in tex
+    assert "58.65 ± 1.20 (n=3) / 74.20 (-15.55)" in md  # DENSE, FashionMNIST α = 0.5
+    assert "62.00 ± 1.00 (n=3) / 75.76 (-13.76)" in md  # FedAvg
+    assert "52.00 ± 2.00 (n=3) / 77.20 (-25.20)" in md  # FedHydra
+    assert "58.65 $\\pm$ 1.20 (n=3) / 74.20 (-15.55)" in tex
     assert "3 seeds (0, 1, 2) in FashionMNIST alpha=0.5" in md and "one run (seed 0) in the other columns" in md
     # the summary's gap is the mean's: α = 0.5 (-13.76, -15.55, -25.20) and α = 0.3 (-10.89, -22.79, -27.39)
     gaps = [-13.76, -15.55, -25.20, 63.92 - 74.81, 50.0 - 72.79, 49.0 - 76.39]
@@ -125,7 +125,7 @@ def test_tables_with_seeds_and_variants_compile(rendered, tmp_path):
 def test_a_single_seed_cell_is_unchanged(rendered):
     out, _ = rendered
     md = (out / "table01.md").read_text()
-    assert "| 63.92 / 74.81 (Δ-10.89) |" in md  # FedAvg, α = 0.3: one run
+    assert "| 63.92 / 74.81 (-10.89) |" in md  # FedAvg, α = 0.3: one run
     assert "63.92 ±" not in md
 
 
@@ -233,11 +233,10 @@ def test_sa_ae_claim_with_seeds_and_the_readme(repo_root, tmp_path):
     assert w["verdict"] == "within spread"
     assert ("SA 69.00 ± 1.00 (n=3) vs AE 69.50 ± 1.00 (n=3); seeds 0, 1, 2 (n = 3): difference -0.50, spread 1.00"
             in w["evidence"])
-    readme = tmp_path / "README.md"
-    fh._write_readme([], {}, [c, w], runs, readme, "quick", "", seeds=[1])
+    readme = fh._write_readme([], {}, [c, w], runs, tmp_path, "quick", seeds=[1])
     text = readme.read_text()
-    row = next(ln for ln in text.splitlines() if ln.startswith("| figure07 | SA consistently outperforms AE (§4.2.2) |"))
-    assert "| **not judged" in row and "n = 1" in row.split("**")[1]
-    assert "| **within spread** |" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("- figure07: SA consistently outperforms AE (§4.2.2):"))
+    assert ": **not judged" in row and "n = 1" in row.split("**")[1]
+    assert ": **within spread** (" in text
     assert "larger of the two sides' sample standard deviations" in text and "same seeds only" in text
     assert 'decided only on n >= 3 seeds: with fewer it reads "not judged (n = k)"' in text

@@ -147,14 +147,26 @@ def test_compare_table_delta_sign():
     paper = pd.DataFrame({"SVHN": [50.0, 50.0, 1.0, np.nan], "MNIST": [88.25, 81.5, 60.0, 70.0]}, index=idx)
     out = compare_table(ours, paper)
     assert list(out.columns) == ["MNIST", "SVHN"] and list(out.index) == list("ABCD")
-    assert out.loc["A", "MNIST"] == "90.50 / 88.25 (Δ+2.25)"
-    assert out.loc["B", "MNIST"] == "80.00 / 81.50 (Δ-1.50)"
-    assert out.loc["C", "MNIST"] == "—"
-    assert out.loc["D", "MNIST"] == "70.00 / 70.00 (Δ+0.00)"
-    assert out.loc["A", "SVHN"] == "50.00 / 50.00 (Δ+0.00)"
-    assert out.loc["B", "SVHN"] == "50.00 / 50.00 (Δ+0.00)"  # no "-0.00"/rounding sign flip
+    assert out.loc["A", "MNIST"] == "90.50 / 88.25 (+2.25)"
+    assert out.loc["B", "MNIST"] == "80.00 / 81.50 (-1.50)"
+    assert out.loc["C", "MNIST"] == "— / 60.00"  # the paper's number stays visible where ours did not run
+    assert out.loc["D", "MNIST"] == "70.00 / 70.00 (+0.00)"
+    assert out.loc["A", "SVHN"] == "50.00 / 50.00 (+0.00)"
+    assert out.loc["B", "SVHN"] == "50.00 / 50.00 (+0.00)"  # no "-0.00"/rounding sign flip
     assert out.loc["D", "SVHN"] == "2.00 / —"
-    assert compare_table(ours, paper, precision=1).loc["B", "MNIST"] == "80.0 / 81.5 (Δ-1.5)"
+    assert compare_table(ours, paper, precision=1).loc["B", "MNIST"] == "80.0 / 81.5 (-1.5)"
+
+
+def test_vs_paper_is_the_one_cell_format():
+    """Every report's "ours / paper (Δ)" cell comes from tables.vs_paper: seeds as mean ± std (n), the paper's std
+    where it prints one, Δ from our mean, "—" for a missing side and alone where neither side has a number."""
+    from osfl.reporting.tables import vs_paper
+
+    assert vs_paper([60.0, 62.0, 64.0], 70.0, 1.5) == "62.00 ± 2.00 (n=3) / 70.00 ± 1.50 (-8.00)"
+    assert vs_paper([50.0], 50.004) == "50.00 / 50.00 (+0.00)"  # no "-0.00"
+    assert vs_paper([], 70.0) == "— / 70.00" and vs_paper([61.0], float("nan")) == "61.00 / —"
+    assert vs_paper([None, float("nan")], float("nan")) == "—"
+    assert vs_paper([1.25], 1.0, precision=1) == "1.2 / 1.0 (+0.2)"
 
 
 def test_compare_table_rejects_mismatched_frames():

@@ -2,9 +2,9 @@
 
 :func:`render_comparison` lays our numbers over a published table with the same rows and
 columns. ``ours`` maps ``(row label, column label)`` to our number; a key that is absent, or a
-value that is None/NaN, means "not run". Each cell reads ``ours / paper (Δ±d)`` with
-Δ = ours − paper (:func:`osfl.reporting.tables.compare_table`); where ours is missing the cell
-still shows the paper's number, ``— / paper (Δ—)``, and where the paper printed no number it is
+value that is None/NaN, means "not run". Each cell is the reports' one cell format,
+:func:`osfl.reporting.tables.vs_paper`: ``ours / paper (±d)`` with d = ours − paper; where ours is missing the
+cell still shows the paper's number, ``— / paper``, and where the paper printed no number it is
 ``ours / —``. A value may also be a list of numbers, one per seed: with more than one, ours
 reads ``mean ± std (n=k)`` (sample std, :func:`osfl.reporting.spread.format_spread`) and Δ is
 taken from the mean. ``extra_rows`` appends rows of our own below the paper's (variants the
@@ -26,8 +26,8 @@ import pandas as pd
 
 from osfl.errors import ConfigError
 from osfl.reporting.published import Artifact, _shorten, _suggest, load_published_table
-from osfl.reporting.spread import format_spread, mean_std
-from osfl.reporting.tables import MARKDOWN_NA, compare_table, escape_latex, latex_table, markdown_table
+from osfl.reporting.spread import mean_std
+from osfl.reporting.tables import MARKDOWN_NA, escape_latex, latex_table, markdown_table, vs_paper
 
 __all__ = ["render_comparison"]
 
@@ -136,17 +136,9 @@ def render_comparison(
         blank = pd.DataFrame(float("nan"), index=pd.Index(extra, dtype=object), columns=paper.columns.copy())
         paper = pd.concat([paper, blank]).rename_axis(paper.index.name)
     ours_df, spreads = _ours_frame(artifact, paper, ours)
-    cells = compare_table(ours_df, paper, precision=precision)
-    # compare_table leaves a bare "—" where ours is missing; keep the paper's number visible there.
-    for i in range(cells.shape[0]):
-        for j in range(cells.shape[1]):
-            p = paper.iat[i, j]
-            if _is_missing(ours_df.iat[i, j]) and not _is_missing(p):
-                cells.iat[i, j] = f"{MARKDOWN_NA} / {p:.{precision}f} (\u0394{MARKDOWN_NA})"
-            values = spreads.get((paper.index[i], paper.columns[j]))
-            if values is not None:  # "mean / paper (Δ)" -> "mean ± std (n=k) / paper (Δ)"
-                mean_text = f"{ours_df.iat[i, j]:.{precision}f}"
-                cells.iat[i, j] = format_spread(values, precision) + cells.iat[i, j][len(mean_text):]
+    cells = pd.DataFrame([[vs_paper(spreads.get((r, c), [ours_df.at[r, c]]), paper.at[r, c], precision=precision)
+                           for c in paper.columns] for r in paper.index],
+                         index=paper.index.copy(), columns=paper.columns.copy(), dtype=object)
 
     caption = f"{artifact.label} (paper) vs ours: {artifact.caption}".strip()
     if note and note.strip():

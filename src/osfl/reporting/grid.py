@@ -40,9 +40,10 @@ class Grid:
     def first_dataset(self) -> str | None:
         return self.datasets[0] if self.datasets else None
 
-    def runs(self, datasets=None) -> Iterator[tuple[str, str, int]]:
-        """(dataset, split, seed) of every run of the grid (``datasets``: only these), datasets outermost."""
+    def runs(self, datasets=None, splits=None) -> Iterator[tuple[str, str, int]]:
+        """(dataset, split, seed) of every run of the grid (``datasets``, ``splits``: only these, or these instead
+        of the params' own), datasets outermost."""
         for ds in self.datasets if datasets is None else datasets:
-            for split in self.splits:
+            for split in self.splits if splits is None else splits:
                 for seed in self.seeds:
                     yield ds, split, seed

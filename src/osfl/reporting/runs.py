@@ -1,10 +1,12 @@
 """The runs of a paper pipeline and their cells beside the paper's (shared by the paper modules).
 
 * ``run_name``: a run's folder name, ``<dataset>-<split>-s<seed>`` (:mod:`.naming`, the one scheme).
+* ``read_grid``: the one run loader: a record per run of the grid, read by a paper's own reader; ``read_found``
+  the same over the run folders found on disk.
 * ``read_runs``: the run records ``results/<run>/runs/<id>.json`` of a list of entries (columns, variants) over the
   params file's datasets, splits and seeds.
 * ``read_sweep``: the same for the runs ``<run>-n<N>`` of a client-number sweep found on disk, by N.
-* ``vs_paper``: one cell, ``ours mean ± std (n) / paper ± std (our mean − the paper's)``.
+* ``vs_paper`` (from :mod:`.tables`): one cell, ``ours mean ± std (n) / paper ± std (our mean − the paper's)``.
 * ``compare_rows``: rows of the runs' datasets and splits, each entry in the paper's column it names.
 * ``write_status``: a paper's README.md, each artifact's state and the claim verdicts (:class:`.spread.Verdict`).
 * ``write_index``: the same as data, for the compiled report (osfl.reporting.book): ``status.json`` (artifact id ->
@@ -17,33 +19,66 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
 from .grid import Grid
 from .naming import run_name
-from .spread import HOLDS, VERDICT_RULE, Side, Verdict, count_verdicts, format_spread, mean_std, regime_failure
-from .tables import MARKDOWN_NA
+from .spread import HOLDS, VERDICT_RULE, Side, count_verdicts, mean_std, regime_failure, verdict_label
+from .tables import vs_paper
+
+
+def read_grid(results_root: Path, params: dict, read: Callable[[Path], dict | None], *,
+              datasets: list[str] | None = None, splits: list[str] | None = None,
+              suffix: str = "") -> dict[tuple[str, str], list[dict]]:
+    """The one run loader of the reports: ``{(dataset, split): [record per seed]}`` over the grid's runs
+    (:meth:`.grid.Grid.runs`; ``datasets``/``splits`` narrow or replace the params' own), where the record is
+    ``read(results_root / "<run><suffix>")`` with its ``seed`` added; a run ``read`` gives None for is left out."""
+    out: dict = {}
+    for ds, split, seed in Grid.of(params).runs(datasets, splits):
+        recs = out.setdefault((ds, split), [])
+        if (rec := read(Path(results_root) / f"{run_name(ds, split, seed)}{suffix}")) is not None:
+            recs.append({**rec, "seed": seed})
+    return out
+
+
+def run_folders(results_root: Path) -> list[Path]:
+    """The run folders ``<dataset>-...`` under ``results_root``, in name order."""
+    return sorted(p for p in Path(results_root).glob("*-*") if p.is_dir())
+
+
+def read_found(results_root: Path, read: Callable[[Path], object | None]) -> dict[str, object]:
+    """The same loader for a pipeline whose runs are found on disk rather than listed in a grid (FedHydra's
+    ``<dataset>-<split>[-s<seed>]`` folders): ``{run folder name: read(folder)}`` for every folder
+    ``<dataset>-...`` under ``results_root``, in name order; a folder ``read`` gives None for is left out."""
+    out: dict[str, object] = {}
+    for d in run_folders(results_root):
+        if (rec := read(d)) is not None:
+            out[d.name] = rec
+    return out
 
 
 def read_runs(results_root: Path, params: dict, entries: list[dict] | None = None,
               datasets: list[str] | None = None, *, suffix: str = "",
               folder: str = "runs") -> dict[tuple[str, str], dict[str, list[dict]]]:
-    """``{(dataset, split): {entry id: [run record per seed that ran]}}`` for ``entries`` (default: Table IV's
+    """``{(dataset, split): {entry id: [run record per seed that ran]}}`` for ``entries`` (default: the params'
     ``columns``) on ``datasets`` (default: ``datasets``), every listed split and seed: the records
     ``results/<run><suffix>/<folder>/<id>.json`` (``suffix`` ``-n<N>``: Table VII's runs; ``folder`` ``fid``: the
-    FID records, one per part)."""
-    grid = Grid.of(params)
-    entries = grid.columns if entries is None else entries
+    FID records, one per part), read by :func:`read_grid`."""
+    ids = [col["id"] for col in (Grid.of(params).columns if entries is None else entries)]
+
+    def read(run: Path) -> dict:
+        return {i: json.loads(f.read_text()) for i in ids if (f := run / folder / f"{i}.json").is_file()}
+
     out: dict = {}
-    for ds, split, seed in grid.runs(datasets):
-        cols = out.setdefault((ds, split), {})
-        for col in entries:
-            f = Path(results_root) / f"{run_name(ds, split, seed)}{suffix}" / folder / f"{col['id']}.json"
-            if f.is_file():
-                cols.setdefault(col["id"], []).append({**json.loads(f.read_text()), "seed": seed})
+    for key, recs in read_grid(results_root, params, read, datasets=datasets, suffix=suffix).items():
+        cols = out.setdefault(key, {})
+        for rec in recs:
+            seed = rec.pop("seed")
+            for i, r in rec.items():
+                cols.setdefault(i, []).append({**r, "seed": seed})
     return out
 
 
@@ -129,15 +164,6 @@ def write_cells(out: Path, cells: list[dict | None]) -> Path:
     return path
 
 
-def vs_paper(vals: list[float], p: float, ps: float = float("nan")) -> str:
-    """One cell: ``ours mean ± std (n) / paper ± std (our mean − the paper's)``, with — for a missing side."""
-    ptxt = MARKDOWN_NA if math.isnan(p) else f"{p:.2f} ± {ps:.2f}" if not math.isnan(ps) else f"{p:.2f}"
-    if not vals:
-        return f"{MARKDOWN_NA} / {ptxt}"
-    delta = "" if math.isnan(p) else f" ({mean_std(vals)[0] - p:+.2f})"
-    return f"{format_spread(vals)} / {ptxt}{delta}"
-
-
 def compare_rows(runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame, entries: list[dict],
                  prefix: Callable[[str, dict], str]) -> tuple[pd.DataFrame, dict]:
     """Rows of the runs' datasets and splits: ``ours mean ± std (n) / paper ± std (Δ mean)``, and the cells' numbers.
@@ -195,22 +221,53 @@ def ot_unmoved_note(shares) -> str:
             "kept the shared initial model's neuron order), so OT's model there is FedAvg's average.")
 
 
+def claim_record(item) -> dict:
+    """A claim as claims.json holds it: a record as is, a ``(claim, Verdict)`` pair as its record."""
+    if isinstance(item, dict):
+        return item
+    claim, v = item
+    return v.record(artifact="", claim=claim)
+
+
+def claim_line(item) -> str:
+    """A claim's line in a README: ``- [artifact] claim: verdict (evidence)``."""
+    if not isinstance(item, dict):
+        claim, v = item
+        return f"- {claim}: {v.text()}"
+    where = f"{item['artifact']}: " if item.get("artifact") else ""
+    evidence = item.get("evidence")
+    return (f"- {where}{item['claim']}: **{verdict_label(item['verdict'], item.get('reason'))}**"
+            + (f" ({evidence})" if evidence and evidence != "-" else ""))
+
+
 def write_status(out: Path, title: str, paper_dir: str, arts, status: dict[str, str], claims_of: str,
-                 verdicts: list[tuple[str, Verdict]], metrics: dict, summary: Path | None) -> Path:
-    """A paper's reports/README.md: each artifact's state, then the claim verdicts on ``claims_of`` (e.g. "Table 1"),
-    ``(claim, Verdict)`` pairs, and the rule they follow; adds the verdict counts to ``metrics`` (``checked``,
-    ``holding`` and one count per category, :func:`.spread.count_verdicts`) and, with ``summary``, writes them there.
-    Returns the README's path."""
+                 verdicts: list, metrics: dict, summary: Path | None, *, intro: Sequence[str] = (),
+                 extra_rows: Sequence[tuple[str, str]] = (), sections: Sequence[str] = (),
+                 claims_note: str = "", footer: Sequence[str] = ()) -> Path:
+    """A paper's reports/README.md, the one README writer of the papers: each artifact's state (``extra_rows``:
+    ``(id, label)`` of results of ours that no paper artifact names, their state in ``status``), the paper's own
+    ``sections``, then the claim verdicts on ``claims_of`` (e.g. "Table 1"): ``(claim, Verdict)`` pairs or claims.json
+    records (:func:`claim_record`), after ``claims_note`` and the rule they follow; writes status.json and
+    claims.json (:func:`write_index`), adds the verdict counts to ``metrics`` (``checked``, ``holding`` and one count
+    per category, :func:`.spread.count_verdicts`) and, with ``summary``, writes them there. Returns the README's
+    path."""
     lines = [f"# {title}: our numbers beside the paper's", "",
              f"Generated by the `render` stage (`dvc repro` in {paper_dir}/); the paper's numbers are in "
-             "`published/`, transcribed as printed.", "", "| artifact | paper's label | state |", "|---|---|---|"]
+             "`published/`, transcribed as printed.", ""]
+    lines += [*intro, ""] if intro else []
+    lines += ["| artifact | paper's label | state |", "|---|---|---|"]
     status = reconciled(out, status)
     lines += [f"| `{a.id}` | {a.label} | {status[a.id]} |" for a in arts]
-    lines += ["", f"## Claims ({claims_of} rows we ran)", "", VERDICT_RULE, ""]
-    lines += [f"- {claim}: {v.text()}" for claim, v in verdicts] or [f"- no {claims_of} row has run yet"]
-    write_index(out, status, [v.record(artifact="", claim=claim) for claim, v in verdicts])
-    metrics["claims"] = {"checked": len(verdicts), "holding": sum(v.verdict == HOLDS for _, v in verdicts),
-                         **count_verdicts(v for _, v in verdicts)}
+    lines += [f"| `{key}` | {label} | {status[key]} |" for key, label in extra_rows if key in status]
+    lines += ["", *sections] if sections else []
+    lines += ["", f"## Claims ({claims_of} rows we ran)", "", (claims_note + " " if claims_note else "") + VERDICT_RULE,
+              ""]
+    lines += [claim_line(v) for v in verdicts] or [f"- no {claims_of} row has run yet"]
+    lines += ["", *footer] if footer else []
+    records = [claim_record(v) for v in verdicts]
+    write_index(out, status, records)
+    metrics["claims"] = {"checked": len(records), "holding": sum(r["verdict"] == HOLDS for r in records),
+                         **count_verdicts(r["verdict"] for r in records)}
     readme = out / "README.md"
     readme.write_text("\n".join(lines) + "\n", encoding="utf-8", newline="\n")
     if summary is not None:

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .spread import format_spread, mean_std
+
 __all__ = [
     "LATEX_NA",
     "MARKDOWN_NA",
@@ -31,6 +33,7 @@ __all__ = [
     "latex_document",
     "latex_table",
     "markdown_table",
+    "vs_paper",
     "write_table",
 ]
 
@@ -304,12 +307,32 @@ def write_table(df: pd.DataFrame, out_stem: Path, caption: str, label: str, **kw
     return [tex, md]
 
 
-def compare_table(ours: pd.DataFrame, paper: pd.DataFrame, precision: int = 2) -> pd.DataFrame:
-    """Cells ``"ours / paper (Δ+x.xx)"`` with Δ = ours − paper, for two frames of the same labels.
+def vs_paper(vals, p: float, ps: float = float("nan"), precision: int = 2) -> str:
+    """The one "ours beside the paper" cell of every report: ``ours / paper (Δ)``.
 
-    ``paper`` is aligned to ``ours`` by labels (its row/column order may differ). A cell is ``—``
-    where ours is missing, and ``"ours / —"`` (no Δ) where only the paper's number is missing.
-    The sign of Δ is always written; a Δ that rounds to zero is ``+0.00``.
+    Ours is ``mean ± std (n=k)`` for several values (:func:`.spread.format_spread`), the number for one; the paper's
+    is ``p ± ps`` where it prints a std. Δ = our mean − the paper's, its sign always written (a Δ that rounds to
+    zero is ``+0.00``, never ``-0.00``). ``—`` stands for a missing side; a cell with neither side is ``—``, one
+    with no paper number has no Δ.
+    """
+    vals = [float(v) for v in vals if not _is_missing(v)]
+    missing_p = _is_missing(p)
+    if not vals and missing_p:
+        return MARKDOWN_NA
+    ptxt = MARKDOWN_NA if missing_p else (f"{p:.{precision}f} \u00b1 {ps:.{precision}f}" if not _is_missing(ps)
+                                          else f"{p:.{precision}f}")
+    if not vals:
+        return f"{MARKDOWN_NA} / {ptxt}"
+    if missing_p:
+        return f"{format_spread(vals, precision)} / {ptxt}"
+    delta = round(mean_std(vals)[0] - float(p), precision) + 0.0  # + 0.0: no "-0.00"
+    return f"{format_spread(vals, precision)} / {ptxt} ({delta:+.{precision}f})"
+
+
+def compare_table(ours: pd.DataFrame, paper: pd.DataFrame, precision: int = 2) -> pd.DataFrame:
+    """Cells :func:`vs_paper` of one number each, for two frames of the same labels.
+
+    ``paper`` is aligned to ``ours`` by labels (its row/column order may differ).
 
     Raises:
         ValueError: the frames differ in shape or in their row/column labels.
@@ -319,23 +342,6 @@ def compare_table(ours: pd.DataFrame, paper: pd.DataFrame, precision: int = 2) -
     if set(ours.index) != set(paper.index) or set(ours.columns) != set(paper.columns):
         raise ValueError("compare_table: ours and paper must have the same row and column labels")
     paper = paper.reindex(index=ours.index, columns=ours.columns)
-
-    def cell(o, p) -> str:
-        if _is_missing(o):
-            return MARKDOWN_NA
-        o = float(o)
-        if _is_missing(p):
-            return f"{o:.{precision}f} / {MARKDOWN_NA}"
-        p = float(p)
-        delta = round(o - p, precision)
-        if delta == 0:
-            delta = 0.0  # no "-0.00"
-        return f"{o:.{precision}f} / {p:.{precision}f} (\u0394{delta:+.{precision}f})"
-
-    data = [
-        [cell(o, p) for o, p in zip(orow, prow)]
-        for orow, prow in zip(
-            ours.itertuples(index=False, name=None), paper.itertuples(index=False, name=None)
-        )
-    ]
+    data = [[vs_paper([o], p, precision=precision) for o, p in zip(orow, prow)]
+            for orow, prow in zip(ours.itertuples(index=False, name=None), paper.itertuples(index=False, name=None))]
     return pd.DataFrame(data, index=ours.index.copy(), columns=ours.columns.copy(), dtype=object)

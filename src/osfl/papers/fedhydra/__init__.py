@@ -33,7 +33,6 @@ from .runs import (
     ONE_SHOT,
     Run,
     _result_files,
-    _run_dirs,
     expected_paper_runs,
     expected_results,
     load_runs,
@@ -42,6 +41,6 @@ from .runs import (
 )
 from .tables import _ot_note, _seeds_text, paper_profile_table
 
-__all__ = ["ONE_SHOT", "Run", "_ot_note", "_result_files", "_run_dirs", "_seeds_text", "_write_readme", "claims",
+__all__ = ["ONE_SHOT", "Run", "_ot_note", "_result_files", "_seeds_text", "_write_readme", "claims",
            "expected_paper_runs", "expected_results", "figure_curves", "load_runs", "local_curve_claims",
            "not_current", "over_seeds", "paper_profile_claims", "paper_profile_table", "render", "row_claims"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from ...live import read_curve as read_live_curve
 from ...reporting.naming import run_name, seed_run
+from ...reporting.runs import read_found, run_folders
 from ...reporting.spread import seed_values
 
 DATASETS = {"mnist": "MNIST", "fmnist": "FashionMNIST", "svhn": "SVHN", "cifar10": "CIFAR10"}
@@ -101,52 +103,51 @@ def _result_files(d: Path):
             yield f"{kind}/{f.stem}", kind, f
 
 
-def _run_dirs(root: Path) -> list[Path]:
-    return sorted(p for p in Path(root).glob("*-*") if p.is_dir())
+def read_run(d: Path, keep: Callable[[str, str | None], bool] | None = None) -> Run | None:
+    """The run folder ``d`` as a :class:`Run` (its dataset and split from the name ``<dataset>-<split>``); with
+    ``keep``, only the results for which ``keep(run, key)`` is true (keys as in :func:`_result_files`), and None for a
+    folder for which ``keep(run, None)`` is not."""
+    if keep is not None and not keep(d.name, None):
+        return None
+    dataset, _, split = d.name.partition("-")
+    run = Run(d.name, dataset, split, str(d))
+    for key, kind, f in _result_files(d):
+        if keep is not None and not keep(d.name, key):
+            continue
+        if kind == "run":
+            rec = json.loads(f.read_text())
+            run.extras[key] = rec.pop("extras", None) or {}
+            run.metrics[key] = rec
+        elif kind == "live":
+            run.curves[key] = read_live_curve(f.parents[2])
+        elif kind == "partition":
+            run.partition = json.loads(f.read_text())
+        elif kind == "clients":
+            run.clients = json.loads(f.read_text())
+        elif kind == "local_curve":
+            with open(f) as fh:
+                rows = list(csv.DictReader(fh))
+            run.local_curve = {c: [float(r[c]) for r in rows] for c in rows[0]} if rows else None
+        elif kind == "timing":
+            run.timing[f.stem] = json.loads(f.read_text())
+        elif kind == "rounds":
+            rec = json.loads(f.read_text())
+            run.rounds[f.stem] = {int(r["round"]): float(r["test_acc"]) for r in rec["rounds"]}
+            run.rounds_stand_in = run.rounds_stand_in or bool(rec.get("stand_in_data"))
+            run.rounds_epochs[f.stem] = rec.get("local_epochs_run")
+    return run
 
 
 def load_runs(root: Path, keep: Callable[[str, str | None], bool] | None = None) -> dict[str, Run]:
-    """Every run folder under ``root`` (``results``), keyed by ``<dataset>-<split>``. With ``keep``, only
-    the results for which ``keep(run, key)`` is true (keys as in :func:`_result_files`), and only the run folders
-    for which ``keep(run, None)`` is."""
-    runs: dict[str, Run] = {}
-    for d in _run_dirs(root):
-        if keep is not None and not keep(d.name, None):
-            continue
-        dataset, _, split = d.name.partition("-")
-        run = Run(d.name, dataset, split, str(d))
-        for key, kind, f in _result_files(d):
-            if keep is not None and not keep(d.name, key):
-                continue
-            if kind == "run":
-                rec = json.loads(f.read_text())
-                run.extras[key] = rec.pop("extras", None) or {}
-                run.metrics[key] = rec
-            elif kind == "live":
-                run.curves[key] = read_live_curve(f.parents[2])
-            elif kind == "partition":
-                run.partition = json.loads(f.read_text())
-            elif kind == "clients":
-                run.clients = json.loads(f.read_text())
-            elif kind == "local_curve":
-                with open(f) as fh:
-                    rows = list(csv.DictReader(fh))
-                run.local_curve = {c: [float(r[c]) for r in rows] for c in rows[0]} if rows else None
-            elif kind == "timing":
-                run.timing[f.stem] = json.loads(f.read_text())
-            elif kind == "rounds":
-                rec = json.loads(f.read_text())
-                run.rounds[f.stem] = {int(r["round"]): float(r["test_acc"]) for r in rec["rounds"]}
-                run.rounds_stand_in = run.rounds_stand_in or bool(rec.get("stand_in_data"))
-                run.rounds_epochs[f.stem] = rec.get("local_epochs_run")
-        runs[d.name] = run
-    return runs
+    """Every run folder under ``root`` (``results``), keyed by ``<dataset>-<split>``, read by the reports' one
+    loader (:func:`osfl.reporting.runs.read_found`) with :func:`read_run`."""
+    return read_found(root, functools.partial(read_run, keep=keep))
 
 
 def not_current(root: Path, keep: Callable[[str, str | None], bool]) -> list[str]:
     """``<root name>/<run>/<key>`` of every result under ``root`` that ``keep`` (see :func:`load_runs`) leaves out."""
     out: list[str] = []
-    for d in _run_dirs(root):
+    for d in run_folders(root):
         run_kept = keep(d.name, None)
         for key in dict.fromkeys(k for k, _, _ in _result_files(d)):
             if not (run_kept and keep(d.name, key)):

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...reporting.published import Artifact, load_published_table
 from ...reporting.runs import ot_unmoved_note
-from ...reporting.spread import count_verdicts, mean_std, seed_runs
+from ...reporting.spread import mean_std, seed_runs
 from .runs import (
     DATASETS, HETERO_METHODS, HETERO_TABLES, METHODS, ROUND_TABLES, Run, SHORT, VARIANTS, _config, _device_name,
     _interp, _items, _lam_label, _reading_short, _readings_text, _seed_cell, over_seeds, table_columns,
@@ -230,12 +230,11 @@ def table_gaps(paper, ours: dict) -> list[float]:
     return out
 
 
-def summary_metrics(gaps: dict[str, list[float]], verdicts: list[dict]) -> dict:
+def summary_metrics(gaps: dict[str, list[float]]) -> dict:
     """The handful of numbers to compare across experiments of this pipeline: for each table with cells run, their
-    count and mean gap to the paper (ours − paper, points); how many claims of the text fall in each verdict category
-    (holds, does not hold, within spread, not judged, not run, not testable here: :mod:`osfl.reporting.spread`)."""
-    tables = {t: {"cells": len(g), "mean_gap": round(float(np.mean(g)), 4)} for t, g in gaps.items() if g}
-    return {"tables": tables, "claims": count_verdicts(c["verdict"] for c in verdicts)}
+    count and mean gap to the paper (ours − paper, points); the README writer adds how many claims of the text fall
+    in each verdict category (:func:`osfl.reporting.runs.write_status`)."""
+    return {"tables": {t: {"cells": len(g), "mean_gap": round(float(np.mean(g)), 4)} for t, g in gaps.items() if g}}
 
 
 def _write_runs(runs: dict[str, Run], path: Path, profile: str) -> Path:

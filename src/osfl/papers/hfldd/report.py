@@ -9,13 +9,13 @@ from ...reporting.published import load_artifacts, load_published_table
 from ...reporting.runs import cell, gap_metrics, gap_text
 from ...reporting.skeleton import NO_RUN, Built, Context, build_all, finish, table_vs_paper
 from ...reporting.topology import topology_panels
-from .tables import COMMANDS, COST_TABLE_DATASETS, DATASET_LABELS, SCHEMATICS, cost_table, read_runs, table4
+from .tables import COMMANDS, COST_TABLE_DATASETS, DATASET_LABELS, SCHEMATICS, cost_table, runs_by_c, table4
 from .figures import clustering_panels, curves_panels, traffic_panels
 from .claims import k_robustness, spec_checks
 from ...reporting.grid import Grid
 
 def _runs(ctx: Context) -> dict:
-    return ctx.once("runs", lambda: read_runs(ctx.params, ctx.results))
+    return ctx.once("runs", lambda: runs_by_c(ctx.params, ctx.results))
 
 
 def _note(params: dict) -> str:

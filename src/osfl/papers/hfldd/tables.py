@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 from ...cost.traffic import fedavg_traffic, fedseq_traffic, hfldd_traffic, rounds_to_target
-from ...reporting.naming import run_name
 from ...reporting.published import load_published_table
 from ...reporting.spread import format_spread, mean_std
 from ...reporting.tables import MARKDOWN_NA
 from ...reporting.grid import Grid
+from ...reporting.runs import read_grid
 
 DATASET_LABELS = {"mnist": "MNIST", "cifar10": "CIFAR10", "fmnist": "Fashion-MNIST"}
 METHODS = {"hfldd": "HFLDD", "fedavg": "FedAvg", "fedseq": "FedSeq", "cl": "CL"}
@@ -45,16 +45,17 @@ def _read(path: Path):
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def read_run(results_root: Path, name: str) -> dict:
-    """A run's records: ``rounds`` (method -> record), ``clustering``, ``soft_labels``, ``kip``, ``clients`` (the
-    pre-trained clients' accuracies; None if absent), ``ksweep`` (K -> Table IV's HFLDD record at that K, stage
-    ksweep@)."""
-    root = Path(results_root) / name
+def read_run(root: Path) -> dict | None:
+    """A run's records (``root``: its results folder): ``rounds`` (method -> record), ``clustering``,
+    ``soft_labels``, ``kip``, ``clients`` (the pre-trained clients' accuracies; None if absent), ``ksweep`` (K ->
+    Table IV's HFLDD record at that K, stage ksweep@); None for a run with no rounds, clustering or sweep."""
     rounds = {m: r for m in METHODS if (r := _read(root / "rounds" / f"{m}.json")) is not None}
     ksweep = {int(r["K"]): r for f in sorted((root / "ksweep").glob("k*.json")) if (r := _read(f)) is not None}
-    return {"rounds": rounds, "clustering": _read(root / "clustering.json"),
-            "soft_labels": _read(root / "soft_labels.json"), "kip": _read(root / "kip.json"),
-            "clients": _read(root / "clients.json"), "ksweep": ksweep}
+    clustering = _read(root / "clustering.json")
+    if not (rounds or clustering or ksweep):
+        return None
+    return {"rounds": rounds, "clustering": clustering, "soft_labels": _read(root / "soft_labels.json"),
+            "kip": _read(root / "kip.json"), "clients": _read(root / "clients.json"), "ksweep": ksweep}
 
 
 def k_records(recs: list[dict], params: dict) -> dict[int, dict]:
@@ -69,19 +70,14 @@ def k_records(recs: list[dict], params: dict) -> dict[int, dict]:
     return dict(sorted(out.items()))
 
 
-def read_runs(params: dict, results_root: Path) -> dict[tuple[str, int], list[dict]]:
-    """``{(dataset, C): [run records per seed that has any record]}``."""
-    grid = Grid.of(params)
-    out = {}
-    for ds in grid.datasets:
-        for c in params.get("classes") or []:
-            recs = []
-            for seed in grid.seeds:
-                run = read_run(results_root, run_name(ds, f"c{c}", seed))
-                if run["rounds"] or run["clustering"] or run["ksweep"]:
-                    recs.append({**run, "seed": seed, "C": int(c), "profile": grid.profile})
-            out[(ds, int(c))] = recs
-    return out
+def runs_by_c(params: dict, results_root: Path) -> dict[tuple[str, int], list[dict]]:
+    """``{(dataset, C): [run records per seed that has any record]}``: the runs ``<dataset>-c<C>-s<seed>`` of the
+    params' ``classes``, read by the reports' one loader (:func:`osfl.reporting.runs.read_grid`)."""
+    classes = [int(c) for c in params.get("classes") or []]
+    grid = read_grid(results_root, params, read_run, splits=[f"c{c}" for c in classes])
+    profile = Grid.of(params).profile
+    return {(ds, int(split[1:])): [{**r, "C": int(split[1:]), "profile": profile} for r in recs]
+            for (ds, split), recs in grid.items()}
 
 
 @functools.cache
