@@ -288,6 +288,24 @@ def benchmark_section(folder: Path, build: Path) -> list[str]:
     return lines + notes.section("Settings, seeds and machines of the benchmark's tables")
 
 
+def settings_appendix(papers: list[Paper]) -> list[str]:
+    """One table per paper of the settings behind its runs (profile, reductions with reasons, guards, input
+    preparation, precision, the grid, the machines: ``reports/settings.json``, :mod:`.settings`)."""
+    from .settings import read
+
+    lines = [r"\clearpage", r"\section*{Appendix: the settings of each paper's runs}",
+             r"\addcontentsline{toc}{section}{Appendix: the settings of each paper's runs}"]
+    for p in papers:
+        found = read(p.folder / "reports")
+        if not found:
+            continue
+        lines += [r"\subsection*{" + escape_latex(p.name) + "}", r"{\small", r"\begin{longtable}{p{3.6cm}p{13cm}}",
+                  r"\toprule", r"setting & value \\", r"\midrule"]
+        lines += [f"{escape_latex(k)} & {escape_latex(v)}" + r" \\" for k, v in found]
+        lines += [r"\bottomrule", r"\end{longtable}}"]
+    return lines
+
+
 def document(papers: list[Paper], build: Path, benchmark: Path | None = None) -> str:
     folders = [p.folder for p in papers] + ([benchmark] if benchmark is not None else [])
     lines = [PREAMBLE, r"\title{osfl-repro: four one-shot federated learning papers, reproduced}",
@@ -295,7 +313,8 @@ def document(papers: list[Paper], build: Path, benchmark: Path | None = None) ->
              r"\begin{document}", r"\maketitle", r"\thispagestyle{empty}",
              escape_latex("Each paper's tables show our numbers beside the published ones (ours / paper (difference)); "
                           "the settings behind them (profile, its reductions and regime guards, input preparation, "
-                          "precision, seeds, machines) are listed at the end of each section. Numbers come from the "
+                          "precision, seeds, machines) are in one table per paper in the appendix, and long table "
+                          "notes at the end of each section. Numbers come from the "
                           "runs committed with their dvc.lock entries; nothing here was computed for the report.")]
     # the first page answers the first question: how close we are to each paper (then the contents)
     lines += closeness_section(papers, build) + [r"\clearpage", r"\tableofcontents", r"\clearpage"]
@@ -310,6 +329,7 @@ def document(papers: list[Paper], build: Path, benchmark: Path | None = None) ->
         lines += [r"\clearpage"] + benchmark_section(benchmark, build)
     for p in papers:
         lines += paper_section(p, build)
+    lines += settings_appendix(papers)
     lines.append(r"\end{document}")
     return "\n".join(lines) + "\n"
 

@@ -243,12 +243,14 @@ def claim_line(item) -> str:
 def write_status(out: Path, title: str, paper_dir: str, arts, status: dict[str, str], claims_of: str,
                  verdicts: list, metrics: dict, summary: Path | None, *, intro: Sequence[str] = (),
                  extra_rows: Sequence[tuple[str, str]] = (), sections: Sequence[str] = (),
-                 claims_note: str = "", footer: Sequence[str] = ()) -> Path:
+                 claims_note: str = "", footer: Sequence[str] = (),
+                 settings: Sequence[tuple[str, str]] = ()) -> Path:
     """A paper's reports/README.md, the one README writer of the papers: each artifact's state (``extra_rows``:
     ``(id, label)`` of results of ours that no paper artifact names, their state in ``status``), the paper's own
     ``sections``, then the claim verdicts on ``claims_of`` (e.g. "Table 1"): ``(claim, Verdict)`` pairs or claims.json
     records (:func:`claim_record`), after ``claims_note`` and the rule they follow; writes status.json and
-    claims.json (:func:`write_index`), adds the verdict counts to ``metrics`` (``checked``, ``holding`` and one count
+    claims.json (:func:`write_index`), with ``settings`` (:func:`.settings.rows`) a "Settings" section and
+    settings.json, adds the verdict counts to ``metrics`` (``checked``, ``holding`` and one count
     per category, :func:`.spread.count_verdicts`) and, with ``summary``, writes them there. Returns the README's
     path."""
     lines = [f"# {title}: our numbers beside the paper's", "",
@@ -260,6 +262,11 @@ def write_status(out: Path, title: str, paper_dir: str, arts, status: dict[str, 
     lines += [f"| `{a.id}` | {a.label} | {status[a.id]} |" for a in arts]
     lines += [f"| `{key}` | {label} | {status[key]} |" for key, label in extra_rows if key in status]
     lines += ["", *sections] if sections else []
+    if settings:
+        from .settings import markdown, write
+
+        lines += ["", *markdown(list(settings))]
+        write(out, list(settings))
     lines += ["", f"## Claims ({claims_of} rows we ran)", "", (claims_note + " " if claims_note else "") + VERDICT_RULE,
               ""]
     lines += [claim_line(v) for v in verdicts] or [f"- no {claims_of} row has run yet"]

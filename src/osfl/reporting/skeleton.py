@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .published import Artifact
 from .runs import write_cells, write_status
+from .settings import rows
 from .tables import write_table
 
 __all__ = ["Built", "Context", "NOT_BUILT", "NO_RUN", "Report", "build_all", "finish", "table_vs_paper"]
@@ -108,6 +109,8 @@ def finish(ctx: Context, report: Report, arts: list[Artifact], title: str, paper
     files = list(report.files)
     if cells:
         files.append(write_cells(ctx.out, report.cells))
+    settings = rows(ctx.params, ctx.results)
     files.append(write_status(ctx.out, title, paper_dir, arts, report.status, claims_of, report.verdicts,
-                              report.metrics, summary))
+                              report.metrics, summary, settings=settings))
+    files.append(ctx.out / "settings.json")
     return files

@@ -9,6 +9,7 @@ from ...reporting.comparison import render_comparison
 from ...reporting.naming import seed_run
 from ...reporting.published import load_artifacts, load_published_table
 from ...reporting.runs import drawn, write_cells, write_status
+from ...reporting.settings import rows as settings_rows
 from ...reporting.skeleton import Built, Context, build_all
 from .runs import (
     COMMAND, HETERO_TABLES, NEEDS, Run, _reading, expected_paper_runs, expected_results, load_runs, not_current,
@@ -157,8 +158,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     metrics = summary_metrics(gaps)
     metrics["tables"].update(cpu_metrics)
     written.append(_write_readme(arts, status, verdicts, runs, out, profile, stale, paper_runs, seeds, base_seed,
-                                 metrics, summary))
-    written += [out / "status.json", out / "claims.json"] + ([summary] if summary is not None else [])
+                                 metrics, summary, settings_rows(params, results_root)))
+    written += [out / "status.json", out / "claims.json", out / "settings.json"] + ([summary] if summary else [])
     return written
 
 
@@ -185,7 +186,7 @@ def _readings_section(runs: dict[str, Run], paper_runs: dict[str, Run]) -> list[
 
 def _write_readme(arts, status, verdicts, runs, out: Path, profile: str, not_rendered: list[str] = (),
                   paper_runs: dict[str, Run] | None = None, seeds=(), base_seed=0, metrics: dict | None = None,
-                  summary: Path | None = None) -> Path:
+                  summary: Path | None = None, settings=()) -> Path:
     """README.md (with status.json, claims.json and, with ``summary``, the summary metrics) through the papers' one
     writer (:func:`osfl.reporting.runs.write_status`), with FedHydra's own sections: the results left on disk that
     the params do not produce, and which reading of Alg. 1 produced each FedHydra number."""
@@ -226,4 +227,4 @@ def _write_readme(arts, status, verdicts, runs, out: Path, profile: str, not_ren
               "ambiguities they resolve are listed in the SPEC (§6)."]
     return write_status(out, "FedHydra", "papers/fedhydra", arts, status, "the paper's text", verdicts,
                         {} if metrics is None else metrics, summary, intro=intro, extra_rows=extra_rows,
-                        sections=sections, claims_note=note, footer=footer)
+                        sections=sections, claims_note=note, footer=footer, settings=settings)

@@ -1,0 +1,87 @@
+"""A paper's settings as one table (issue 74): the profile, its reductions from the paper's settings with their
+reasons, the regime guards, the input preparation, the precision, the grid of runs and the machines that computed
+them, read from the pipeline's params and its run records. The render writes them to ``reports/settings.json``
+(:func:`write`) and the README's "Settings" section; the compiled report sets each paper's as a table in its
+appendix, so that captions need not repeat them."""
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..cpu_profile import guard_floors
+from ..data.inputs import describe as inputs_note
+from .grid import Grid
+from .machines import label
+
+__all__ = ["rows", "write", "read", "markdown"]
+
+GUARD_TEXT = {"client_acc_mean_min": "clients' mean local accuracy ≥ {:g} %",
+              "server_gain_min": "server best and final ≥ chance + {:g} points",
+              "cvae_below_mean_image_min": "CVAE clients ending below their data's mean-image loss ≥ {:g} %"}
+
+
+def _machines(results_root: Path) -> str:
+    """Each machine (CPU model, kernels, threads; or the GPU) with how many run records under ``results_root`` it
+    computed, most first."""
+    count: dict[str, int] = {}
+    for f in sorted(Path(results_root).glob("*/**/*.json")):
+        if "live" in f.parts or f.parent.name == "runtime":  # curves; the runtime records repeat the run records
+            continue
+        try:
+            runtime = json.loads(f.read_text(encoding="utf-8")).get("runtime")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(runtime, dict):
+            count[label(runtime)] = count.get(label(runtime), 0) + 1
+    return "; ".join(f"{m}: {n} run record{'s' if n != 1 else ''}"
+                     for m, n in sorted(count.items(), key=lambda kv: -kv[1])) or "no run record yet"
+
+
+def rows(params: Mapping, results_root: Path | None = None) -> list[tuple[str, str]]:
+    """(setting, value) rows of a pipeline's params (and, with ``results_root``, the machines of its run records)."""
+    grid = Grid.of(params)
+    block = params.get("cpu") or {}
+    profile = str(params.get("profile") or "?")
+    out = [("profile", profile)]
+    if profile == "cpu":
+        red = [f"{m['from']} → {m['to']} ({m['reason']})" for m in block.get("models") or []]
+        red += [f"{s['set']} ({s['reason']})" for s in block.get("set") or []]
+        out.append(("reductions from the paper's settings", "; ".join(red) or "none"))
+        if block.get("budget"):
+            out.append(("budget", str(block["budget"])))
+    floors = guard_floors(params)
+    guards = [GUARD_TEXT.get(k, k + " ≥ {:g}").format(v) for k, v in floors.items()]
+    out.append(("regime guards", ", ".join(guards) + " (checked at the best and the final epoch; a run failing one "
+                                                   "feeds no verdict)" if guards else "none"))
+    out.append(("input preparation", inputs_note(params.get("inputs"))))
+    out.append(("precision", str((params.get("runtime") or {}).get("precision") or "fp32") + " (runtime.precision)"))
+    grid_text = [f"datasets {', '.join(grid.datasets)}" if grid.datasets else "",
+                 f"splits {', '.join(map(str, grid.splits))}" if grid.splits else "",
+                 f"classes per client {', '.join(map(str, params['classes']))}" if params.get("classes") else "",
+                 f"seeds {', '.join(map(str, grid.seeds))}"]
+    out.append(("runs (params)", "; ".join(t for t in grid_text if t)))
+    if results_root is not None:
+        out.append(("machines", _machines(results_root)))
+    return out
+
+
+def write(out: Path, settings: list[tuple[str, str]]) -> Path:
+    """``out``/settings.json: the rows as ``[[setting, value], ...]``."""
+    path = Path(out) / "settings.json"
+    path.write_text(json.dumps([list(r) for r in settings], indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def read(reports: Path) -> list[tuple[str, str]]:
+    """The rows :func:`write` wrote under ``reports`` ([] where the render wrote none)."""
+    path = Path(reports) / "settings.json"
+    return [tuple(r) for r in json.loads(path.read_text(encoding="utf-8"))] if path.is_file() else []
+
+
+def markdown(settings: list[tuple[str, str]]) -> list[str]:
+    """The README's "Settings" section."""
+    if not settings:
+        return []
+    return ["## Settings", "", "| setting | value |", "|---|---|",
+            *[f"| {k} | {v.replace('|', '/')} |" for k, v in settings]]

@@ -1,0 +1,40 @@
+"""Each paper's settings as one table (issue 74): rows from the params and the run records, written by the render
+beside the README, set in the compiled report's appendix."""
+import json
+
+from osfl.reporting import book
+from osfl.reporting.settings import read, rows, write
+
+
+def test_rows_name_profile_reductions_guards_precision_grid_and_machines(tmp_path):
+    params = {"profile": "cpu", "datasets": ["fmnist"], "splits": ["dir0.5"], "seeds": [0, 1],
+              "cpu": {"models": [{"from": "vgg9", "to": "vgg9_cpu", "reason": "6.8 s an epoch"}],
+                      "set": [{"set": "server.epochs=20", "reason": "time"}],
+                      "guards": {"server_gain_min": 5.0}},
+              "runtime": {"precision": "bf16"}}
+    run = tmp_path / "results" / "fmnist-dir0.5-s0"
+    (run / "runs").mkdir(parents=True)
+    (run / "live" / "x").mkdir(parents=True)
+    record = {"acc_final": 50.0, "runtime": {"device": "cpu", "cpu": "AMD EPYC", "cpu_capability": "AVX512",
+                                             "threads": 1}}
+    (run / "runs" / "fedavg.json").write_text(json.dumps(record))
+    (run / "live" / "x" / "metrics.json").write_text(json.dumps(record))  # a curve: not a run record
+    got = dict(rows(params, tmp_path / "results"))
+    assert got["profile"] == "cpu"
+    assert got["reductions from the paper's settings"] == "vgg9 → vgg9_cpu (6.8 s an epoch); server.epochs=20 (time)"
+    assert got["regime guards"].startswith("server best and final ≥ chance + 5 points")
+    assert got["precision"] == "bf16 (runtime.precision)"
+    assert got["runs (params)"] == "datasets fmnist; splits dir0.5; seeds 0, 1"
+    assert got["machines"] == "AMD EPYC (AVX512, 1 thread): 1 run record"
+    assert dict(rows({"profile": "quick"}))["regime guards"] == "none"
+    assert "machines" not in dict(rows({"profile": "quick"}))
+
+
+def test_the_book_sets_each_papers_settings_in_its_appendix(tmp_path):
+    reports = tmp_path / "papers" / "p" / "reports"
+    reports.mkdir(parents=True)
+    write(reports, [("profile", "cpu"), ("precision", "fp32 (runtime.precision)")])
+    assert read(reports) == [("profile", "cpu"), ("precision", "fp32 (runtime.precision)")]
+    paper = book.Paper("p", tmp_path / "papers" / "p", "P: a paper")
+    lines = "\n".join(book.settings_appendix([paper, book.Paper("q", tmp_path / "q", "Q: none")]))
+    assert r"\subsection*{P}" in lines and "profile & cpu" in lines and "Q" not in lines.split("Appendix")[-1]
