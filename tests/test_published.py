@@ -196,13 +196,13 @@ def test_render_comparison_cells(tables, tmp_path):
 
     paper = load_published_table(tables["table01"])
     text = md.read_text(encoding="utf-8")
-    assert _md_cell(text, "FedAvg", "MNIST alpha=0.5") == "80.00 / 81.89 (Δ-1.89)"
+    assert _md_cell(text, "FedAvg", "MNIST alpha=0.5") == "80.00 / 81.89 (-1.89)"
     expected = paper.loc["FedHydra (ours)", "CIFAR10 alpha=0.1"]
-    want = f"45.50 / {expected:.2f} (Δ{45.5 - expected:+.2f})"
+    want = f"45.50 / {expected:.2f} ({45.5 - expected:+.2f})"
     assert _md_cell(text, "FedHydra (ours)", "CIFAR10 alpha=0.1") == want
     # not run: our number and the difference are dashes, the paper's number stays
-    assert _md_cell(text, "OT", "SVHN alpha=0.3") == "— / 69.58 (Δ—)"
-    assert _md_cell(text, "FedAvg", "MNIST alpha=0.3") == "— / 69.89 (Δ—)"
+    assert _md_cell(text, "OT", "SVHN alpha=0.3") == "— / 69.58"
+    assert _md_cell(text, "FedAvg", "MNIST alpha=0.3") == "— / 69.89"
     assert "*Table 1 (paper) vs ours: Top-1 test accuracy" in text
     assert "varying α. Stand-in data at smoke profile.*" in text
 
@@ -210,18 +210,18 @@ def test_render_comparison_cells(tables, tmp_path):
     assert "\\caption{Table 1 (paper) vs ours: Top-1 test accuracy" in latex
     assert "varying $\\alpha$. Stand-in data at smoke profile.}" in latex
     assert "\\label{tab:table01-vs-paper}" in latex
-    assert "80.00 / 81.89 ($\\Delta$-1.89)" in latex
-    assert "--- / 69.58 ($\\Delta$---)" in latex
+    assert "80.00 / 81.89 (-1.89)" in latex
+    assert "--- / 69.58" in latex
     assert "α" not in latex and "Δ" not in latex and "—" not in latex
     fedavg_row = next(ln for ln in latex.splitlines() if ln.startswith("FedAvg &"))
-    assert fedavg_row.split(" & ")[1] == "80.00 / 81.89 ($\\Delta$-1.89)"  # first data column
+    assert fedavg_row.split(" & ")[1] == "80.00 / 81.89 (-1.89)"  # first data column
 
 
 def test_render_comparison_with_composite_row_labels(tables, tmp_path):
     tex, md = render_comparison(tables["table06"], {("1.0, 0.5", "SVHN"): 78.04}, tmp_path)
     assert tex.name == "table06.tex" and md.name == "table06.md"
     text = md.read_text(encoding="utf-8")
-    assert _md_cell(text, "1.0, 0.5", "SVHN") == "78.04 / 78.04 (Δ+0.00)"
+    assert _md_cell(text, "1.0, 0.5", "SVHN") == "78.04 / 78.04 (+0.00)"
     assert "$\\lambda_{1}$" in tex.read_text(encoding="utf-8")  # caption's λ_1 typeset as math
 
 
