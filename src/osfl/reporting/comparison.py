@@ -26,7 +26,6 @@ import pandas as pd
 
 from osfl.errors import ConfigError
 from osfl.reporting.published import Artifact, _shorten, _suggest, load_published_table
-from osfl.reporting.spread import mean_std
 from osfl.reporting.tables import MARKDOWN_NA, escape_latex, latex_table, markdown_table, vs_paper
 
 __all__ = ["render_comparison"]
@@ -53,11 +52,10 @@ def _is_missing(value) -> bool:
     return isinstance(value, numbers.Real) and math.isnan(float(value))
 
 
-def _ours_frame(artifact: Artifact, paper: pd.DataFrame, ours: dict) -> tuple[pd.DataFrame, dict]:
-    """Our numbers (the mean where a value is a list of per-seed numbers) on the paper's labels, and
-    ``{(row, col): the list}`` for the cells with more than one number."""
-    frame = pd.DataFrame(float("nan"), index=paper.index.copy(), columns=paper.columns.copy(), dtype=float)
-    spreads: dict = {}
+def _ours_values(artifact: Artifact, paper: pd.DataFrame, ours: dict) -> dict[tuple, list[float]]:
+    """``{(row, col): our numbers there}`` (one per seed; a single number as a list of one), checked against the
+    paper's labels; cells with no number are left out."""
+    out: dict = {}
     rows, cols = set(paper.index), set(paper.columns)
     for key, value in ours.items():
         if not (isinstance(key, tuple) and len(key) == 2):
@@ -80,12 +78,9 @@ def _ours_frame(artifact: Artifact, paper: pd.DataFrame, ours: dict) -> tuple[pd
             if not _is_missing(v) and (isinstance(v, bool) or not isinstance(v, numbers.Real)):
                 raise ConfigError(f"{artifact.id}.ours", f"value for ({row!r}, {col!r}) is not a number: {value!r}")
         values = [float(v) for v in values if not _is_missing(v)]
-        if not values:
-            continue
-        frame.loc[row, col] = mean_std(values)[0]
-        if len(values) > 1:
-            spreads[(row, col)] = values
-    return frame, spreads
+        if values:
+            out[(row, col)] = values
+    return out
 
 
 def _latex_text(text: str) -> str:
@@ -135,8 +130,8 @@ def render_comparison(
     if extra:
         blank = pd.DataFrame(float("nan"), index=pd.Index(extra, dtype=object), columns=paper.columns.copy())
         paper = pd.concat([paper, blank]).rename_axis(paper.index.name)
-    ours_df, spreads = _ours_frame(artifact, paper, ours)
-    cells = pd.DataFrame([[vs_paper(spreads.get((r, c), [ours_df.at[r, c]]), paper.at[r, c], precision=precision)
+    values = _ours_values(artifact, paper, ours)
+    cells = pd.DataFrame([[vs_paper(values.get((r, c), []), paper.at[r, c], precision=precision)
                            for c in paper.columns] for r in paper.index],
                          index=paper.index.copy(), columns=paper.columns.copy(), dtype=object)
 
@@ -147,7 +142,7 @@ def render_comparison(
         "Each cell: ours / paper (\u0394 = ours \u2212 paper); "
         f"{MARKDOWN_NA} = not run or not reported."
     )
-    if spreads:
+    if any(len(v) > 1 for v in values.values()):
         legend += (" Ours as mean \u00b1 std (n=k): the mean and sample standard deviation (ddof = 1) over k seeds;"
                    " \u0394 from the mean.")
     column_format = "l" + "r" * cells.shape[1]

@@ -27,6 +27,7 @@ import pandas as pd
 from .grid import Grid
 from .naming import run_name
 from .spread import HOLDS, VERDICT_RULE, Side, count_verdicts, mean_std, regime_failure, verdict_label
+from .settings import markdown as settings_markdown, write as write_settings
 from .tables import vs_paper
 
 
@@ -263,10 +264,8 @@ def write_status(out: Path, title: str, paper_dir: str, arts, status: dict[str, 
     lines += [f"| `{key}` | {label} | {status[key]} |" for key, label in extra_rows if key in status]
     lines += ["", *sections] if sections else []
     if settings:
-        from .settings import markdown, write
-
-        lines += ["", *markdown(list(settings))]
-        write(out, list(settings))
+        lines += ["", *settings_markdown(list(settings))]
+        write_settings(out, list(settings))
     lines += ["", f"## Claims ({claims_of} rows we ran)", "", (claims_note + " " if claims_note else "") + VERDICT_RULE,
               ""]
     lines += [claim_line(v) for v in verdicts] or [f"- no {claims_of} row has run yet"]

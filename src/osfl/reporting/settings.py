@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..data.inputs import describe as inputs_note
 from .grid import Grid
-from .machines import label
+from .machines import machines
 
 __all__ = ["rows", "write", "read", "markdown"]
 
@@ -22,19 +22,20 @@ GUARD_TEXT = {"client_acc_mean_min": "clients' mean local accuracy ≥ {:g} %",
 
 def _machines(results_root: Path) -> str:
     """Each machine (CPU model, kernels, threads; or the GPU) with how many run records under ``results_root`` it
-    computed, most first."""
-    count: dict[str, int] = {}
-    for f in sorted(Path(results_root).glob("*/**/*.json")):
-        if "live" in f.parts or f.parent.name == "runtime":  # curves; the runtime records repeat the run records
-            continue
-        try:
-            runtime = json.loads(f.read_text(encoding="utf-8")).get("runtime")
-        except (ValueError, AttributeError):
-            continue
-        if isinstance(runtime, dict):
-            count[label(runtime)] = count.get(label(runtime), 0) + 1
+    computed, most first (:func:`.machines.machines` counts them)."""
+    def records():
+        for f in sorted(Path(results_root).glob("*/**/*.json")):
+            if "live" in f.parts or f.parent.name == "runtime":  # curves; the runtime records repeat the run records
+                continue
+            try:
+                rec = json.loads(f.read_text(encoding="utf-8"))
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                yield rec
+
     return "; ".join(f"{m}: {n} run record{'s' if n != 1 else ''}"
-                     for m, n in sorted(count.items(), key=lambda kv: -kv[1])) or "no run record yet"
+                     for m, n in machines(records()).most_common()) or "no run record yet"
 
 
 def rows(params: Mapping, results_root: Path | None = None) -> list[tuple[str, str]]:
