@@ -219,7 +219,10 @@ def test_every_part_must_hold():
     r = Verdict(NOT_RUN, "not compared")
     assert every([("a", h), ("b", h)]).verdict == HOLDS
     assert every([("a", h), ("b", w), ("c", f), ("d", n)]).verdict == DOES_NOT_HOLD  # one counter-example
-    assert every([("a", h), ("b", w), ("c", n)]).verdict == WITHIN
+    assert every([("a", h), ("b", w)]).verdict == WITHIN
+    # a part on fewer seeds leaves the claim undecided, even beside a part within spread
+    v = every([("a", h), ("b", w), ("c", n)])
+    assert v.verdict == NOT_JUDGED and v.label == "not judged (n = 1)"
     v = every([("a", h), ("c", n), ("d", r)])
     assert v.label == "not judged (n = 1)"
     assert v.evidence == "a: holds (x); c: not judged (n = 1) (u); d: not run (not compared)"

@@ -21,9 +21,10 @@ decided from (its evidence). A comparison "A is above B" (:func:`compare`) follo
 5. Evidence. Every verdict keeps its numbers: each side (mean ± std (n)), the seeds, the difference, the spread.
 
 A claim made of several comparisons (every column, every rival) combines them with :func:`every`: ``does not hold``
-when any part does not hold (one counter-example is enough), ``holds`` when every part holds, else ``within spread``
-when any part is, else ``not judged``; parts that did not run are left out of the decision (and named); none ran:
-``not run``. :func:`above_all` is "A above every rival" (the claimed best; ``below=True``: the claimed worst).
+when any part does not hold (one counter-example is enough), ``holds`` when every part holds, ``within spread``
+when every part is judged and at least one is within spread, else ``not judged`` (a part not judged, e.g. on fewer
+than three seeds, leaves the whole claim undecided); parts that did not run are left out of the decision (and
+named); none ran: ``not run``. :func:`above_all` is "A above every rival" (the claimed best; ``below=True``: the claimed worst).
 Claims that are not comparisons of our runs keep their own test and take ``not judged`` from degenerate inputs;
 the paper's own arithmetic (its formulas, its counts) reads ``consistent`` or ``inconsistent``, never ``holds``.
 The spread describes seed and epoch noise; it is not a significance test.
@@ -244,13 +245,14 @@ def _is_count(reason: str) -> bool:  # a not-judged reason that is only a seed c
 
 
 def _combined(verdicts: Sequence[Verdict]) -> tuple[str, str]:
-    """(verdict, reason) of several judged parts: any does not hold; all hold; any within spread; else not judged."""
+    """(verdict, reason) of several judged parts: any does not hold; all hold; all judged and some within spread;
+    else not judged (the reasons of the parts not judged)."""
     cats = {v.verdict for v in verdicts}
     if DOES_NOT_HOLD in cats:
         return DOES_NOT_HOLD, ""
     if cats == {HOLDS}:
         return HOLDS, ""
-    if WITHIN in cats:
+    if cats <= {HOLDS, WITHIN}:
         return WITHIN, ""
     reasons = list(dict.fromkeys(v.reason for v in verdicts if v.verdict == NOT_JUDGED and v.reason))
     counts = [r for r in reasons if _is_count(r)]  # the fewest seeds stands for them all, after the other reasons
