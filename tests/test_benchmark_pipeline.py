@@ -155,3 +155,7 @@ def test_each_dataset_gets_its_own_table_ranks_and_orderings(tmp_path, repo_root
     assert "fedavg > feddf > ot" in mnist_fedhydra and "Kendall τ = -1.00" in mnist_fedhydra
     status = json.loads((out / "status.json").read_text())
     assert status["table"] == "3 cells run" and status["table_mnist"] == "3 cells run"
+    # the settings as one table (README section, settings.json for the book's appendix), not in every caption
+    settings = dict(json.loads((out / "settings.json").read_text()))
+    assert settings["runs (params)"] == "datasets fmnist, mnist; splits dir0.5; seeds 0"
+    assert "## Settings" in (out / "README.md").read_text() and "the settings table" in fm

@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import cpu_profile
 from ..reporting.figures import _style, save_figure
 from ..reporting.machines import describe as machines
 from ..reporting.published import load_artifacts, load_published_table
 from ..reporting.runs import ot_unmoved_note, read_runs, read_sweep, split_by_guards, write_index
 from ..reporting.spread import format_spread, mean_std
 from ..reporting.tables import write_table
+from ..reporting import settings as settings_table
 from ..reporting.grid import Grid
 
 SPLIT_LABELS = {"2cc": "2 classes per client"}
@@ -161,7 +161,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
     out.mkdir(parents=True, exist_ok=True)
     every = {**params, "columns": list(grid.columns) + list(params.get("xcolumns") or [])}
     runs = read_runs(Path(results_root), every)
-    described = cpu_profile.describe(params)
+    settings = settings_table.rows(params, Path(results_root))
     ot_ids = {e["id"] for e in every["columns"] if e.get("method") == "ot"}
     ot_note = ot_unmoved_note([(r.get("extras") or {}).get("units_moved_share") for by_id in runs.values()
                                for i in ot_ids for r in by_id.get(i, [])])
@@ -178,7 +178,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
         seeds_ran = "; ".join(f"{k}: {', '.join(map(str, sorted(v)))}" for k, v in ran.items()) or "none"
         setting = (f"{params.get('clients')} clients of {params.get('model')} (clients and server), seeds "
                    f"{params.get('seeds')} (run so far: {seeds_ran}); every method with its own paper's settings. "
-                   f"Server seconds: one thread of a 2-core CPU. {described}" + (f" {ot_note}" if ot_note else ""))
+                   "Server seconds: one thread of a 2-core CPU. Profile, reductions and guards: the settings "
+                   "table." + (f" {ot_note}" if ot_note else ""))
         notes = f"{setting} {machines({k: v for k, v in runs.items() if k[0] == ds})}".strip()
         if ds == datasets[0]:
             head_notes = notes
@@ -193,7 +194,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
             status[table] = status[fig] = "no run yet"
         discussion += orderings(numbers, params, Path(results_root).resolve().parent.parent, ds)
     if not datasets:
-        head_notes = described
+        head_notes = ""
     sweep = {(ds, f"N={n}"): by_id for (ds, n), by_id in
              read_sweep(Path(results_root), params, base=params.get("clients")).items()}
     n_df, n_numbers, n_failed = cells(sweep, params)
@@ -202,7 +203,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
         written += write_table(n_df, out / "nclients", f"The client number N on {first}: final test accuracy (%), "
                                "mean ± sample std (n seeds), rank at that N (#1 = best), average rank over N "
                                f"(N = {params.get('clients')}: the main table's runs).", "tab:benchmark-nclients",
-                               notes=f"{described} {machines(sweep)}".strip())
+                               notes=machines(sweep))
         status["nclients"] = f"{len(n_numbers)} cells run" + (f"; {n_failed} run(s) failed a guard" if n_failed else "")
     else:
         status["nclients"] = "no run yet"
@@ -212,9 +213,11 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
     lines += ["", "## Orderings beside the papers'", "",
               "The papers ran other client counts, models and epochs: their orders, not their numbers, are compared."]
     lines += [""] + (discussion or ["No split has run yet."]) + [""]
+    lines += [*settings_table.markdown(settings), ""] if settings else []
     (out / "README.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (out / "discussion.txt").write_text("\n".join(discussion) + "\n", encoding="utf-8")
-    written += [out / "README.md", out / "discussion.txt"] + write_index(out, status, [])
+    written += [out / "README.md", out / "discussion.txt", settings_table.write(out, settings)]
+    written += write_index(out, status, [])
     if summary is not None:
         Path(summary).write_text(json.dumps(counts, indent=1, sort_keys=True) + "\n")
     return written
