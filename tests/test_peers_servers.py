@@ -52,3 +52,41 @@ def test_the_normalised_view_is_the_same_function_on_normalised_inputs():
     assert torch.equal(logits, feats)
     with pytest.raises(RuntimeError):  # WEnsemble(images, labels): the official code's try/except falls back
         view(x, torch.zeros(5))
+
+
+class _ReleaseTeacher(torch.nn.Module):
+    """A stand-in for the release's Ensemble_E and Ensemble_A (helpers/synthesizers.py): the constructor and the
+    attributes the shims read, without the official checkout."""
+
+    def __init__(self, model_list, label_logit_weights, model_logit_weights):
+        super().__init__()
+        self.models = model_list
+        self.label_logit_weights = label_logit_weights
+
+    def forward(self, x):  # Ensemble_A.forward: the mean of the clients' logits
+        return sum(m(x) for m in self.models) / len(self.models)
+
+
+def test_the_fedhydra_release_shims_weight_each_client_by_its_u_for_the_label():
+    """--loop column: P_i = sum_k u[k][y_i] P_k(x_i), with the generator's gradient; --average: the plain mean."""
+    from types import SimpleNamespace
+
+    from benchmarks.peers import fedhydra_release as fr
+
+    synth = SimpleNamespace(Ensemble_E=_ReleaseTeacher, Ensemble_A=_ReleaseTeacher)
+    g = torch.Generator().manual_seed(0)
+    models = [torch.nn.Linear(4, 3) for _ in range(2)]
+    u = [[0.5, 1.0, 2.0], [3.0, 0.0, 1.0]]  # clients x classes
+    x = torch.randn(5, 4, generator=g, requires_grad=True)
+    y = torch.tensor([0, 1, 2, 2, 0])
+    teacher = fr.column_teacher(synth)(models, u, None)
+    teacher.set_batch_targets(y)
+    out = teacher(x)
+    for i in range(5):
+        want = sum(u[k][int(y[i])] * models[k](x[i:i + 1])[0] for k in range(2))
+        assert torch.allclose(out[i], want)
+    out.sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0  # the release's numpy forward had no graph
+    avg = fr.average_teacher(synth)(models, u, None)
+    avg.set_batch_targets(y)
+    assert torch.allclose(avg(x), (models[0](x) + models[1](x)) / 2)

@@ -9,11 +9,20 @@ same scratch folders), and records per seed what ran: the MS weights it computed
 loop stopped, with the exception. Nothing inside the official code is changed; the shims are listed in the record.
 
     python -m benchmarks.peers.fedhydra_release --seeds 0 1 2   # -> records/fedhydra-release.json
+
+With ``--loop column`` the two parts of the release that cannot run on these clients are replaced by listed shims
+(:data:`LOOP_SHIMS`: the SA teacher reads the release's table by (client, class) and keeps its graph; the pool
+loader crops at the images' size), the loop runs to the end, the student is tested after every epoch, and our
+FedHydra server (``reading: authors``) runs on the same clients with the same settings: a server row with final and
+best accuracy, curves and seconds (records/server-fedhydra-a<alpha>.json).
+
+    python -m benchmarks.peers.fedhydra_release --loop column --seeds 0 1 2 --epochs 20 --g-steps 10 --batch 64
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import shutil
 import time
@@ -21,11 +30,13 @@ import traceback
 from pathlib import Path
 
 import torch
+import yaml
 
-from .clients import summary, write_record
+from .clients import stage_runner, summary, torchvision_root, write_record
 from .official import (CPU_DEVICE_NOTE, ICDE_HELPERS, KORNIA, KORNIA_SITE_NOTE, OFFICIAL, cpu_device,
                        official_modules, peers_root, real_kornia)
-from .servers import _plain_tqdm, client_models, fresh_student, no_workers, silent_logger
+from .servers import _plain_tqdm, accuracy, client_models, fresh_student, live_curve, no_workers, official_test, \
+    silent_logger
 
 REPO = Path(__file__).resolve().parents[2]
 PEER = "ICDE2025-FL-SA"
@@ -43,6 +54,53 @@ SHIMS = [
 ]
 
 
+LOOP_SHIMS = [
+    "Ensemble_E (the SA teacher): its set_batch_targets and forward replaced, its __init__ and compute_bn_loss kept. "
+    "The replacement reads the release's one table u (SASynthesizer.label_logit_weights, clients x classes, raw, "
+    "as MS wrote it) by (client, label): P_i = sum_k u[k][y_i] * P_k(x_i), in torch, so the generator gets its "
+    "gradient. As released, set_batch_targets indexes the client rows by a class label (IndexError, or ValueError "
+    "from np.vstack of an empty array) and forward returns, as a new tensor without a graph, the numpy product of "
+    "one table row and the last client's logits (helpers/synthesizers.py:56-89; finding F33)",
+    "SASynthesizer.transform (the pool loader's view): RandomCrop(28, padding 4) + horizontal flip + ToTensor in place "
+    "of RandomCrop(32, padding 4): the release's 32 turns 28x28 images into 32x32 ones its own 28x28 CNN cannot take "
+    "(helpers/synthesizers.py:156-161; finding F32)",
+    "test: after every epoch, the student on all 10,000 Fashion-MNIST test images (ToTensor, as the release's "
+    "loader); the release's test() and checkpoint writing are not called",
+    "optimizer and criterion as fed-main.py builds them (SGD lr 0.01, momentum 0.9; KLCom(T 1, alpha1 0, alpha2 1, "
+    "reduction 'mean'), its argparse defaults); the generator losses' weights adv = bn = oh = 1 (the paper's "
+    "lambda1 = lambda2 = 1; the argparse defaults 0 switch them off, finding F34)",
+]
+
+
+def column_teacher(synth):
+    """The release's ``Ensemble_E`` with :data:`LOOP_SHIMS`' first shim (a subclass: only the two methods that cannot
+    run are replaced)."""
+
+    class ColumnSA(synth.Ensemble_E):
+        def set_batch_targets(self, targets):
+            u = torch.as_tensor(self.label_logit_weights, dtype=torch.float32)  # (clients, classes)
+            self.w = u[:, torch.as_tensor(targets).long().cpu()].T  # (batch, clients)
+
+        def forward(self, x):
+            per_client = torch.stack([model(x) for model in self.models])  # (clients, batch, classes)
+            return torch.einsum("bk,kbc->bc", self.w, per_client)
+
+    return ColumnSA
+
+
+def average_teacher(synth):
+    """The release's ``Ensemble_E`` with the release's own averaging forward (``Ensemble_A.forward``, the mean of the
+    clients' logits) and no per-sample weights: the HASA loop with the SA teacher taken out."""
+
+    class AverageTeacher(synth.Ensemble_E):
+        def set_batch_targets(self, targets):
+            self.targets = targets
+
+        forward = synth.Ensemble_A.forward
+
+    return AverageTeacher
+
+
 def _missing(name: str):
     def missing(*a, **k):
         raise NotImplementedError(f"{name} is not in the release (the harness's placeholder was called)")
@@ -56,7 +114,10 @@ def load_fed_main(root: Path):
     return module
 
 
-def run_seed(work: Path, seed: int, args) -> dict:
+def run_seed(work: Path, seed: int, args, teacher: str = "") -> dict:
+    """One run of the release on ``work``'s clients: as released (``teacher`` empty: where it stops), or to the end
+    with :data:`LOOP_SHIMS` and the SA teacher ``column`` (:func:`column_teacher`) or ``average`` (the release's own
+    averaging ensemble, ``Ensemble_A.forward``, in the teacher's place: the loop without stratified aggregation)."""
     scratch = work / "fedhydra-release"
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
@@ -76,6 +137,7 @@ def run_seed(work: Path, seed: int, args) -> dict:
             fed_main.tqdm = _plain_tqdm
             utils.setup_seed(seed)
             fed_main.print = lambda *a, **k: None  # EnsemblePro.select_client prints the client id
+            utils.print = lambda *a, **k: None  # KLCom.forward prints its two terms on every step
             members = client_models(work)
             fed_main.model_list = members
             student = fresh_student(work)
@@ -91,15 +153,29 @@ def run_seed(work: Path, seed: int, args) -> dict:
                 dataset="fmnist", test_dataloader=None, args=a)
             out["ms_seconds"] = round(time.perf_counter() - t0, 3)
             out["ms_weights"] = [[round(float(v), 6) for v in row] for row in synthesizer.label_logit_weights]
+            if teacher:
+                import torchvision.transforms as T
+
+                synthesizer.en_teacher = (column_teacher(synth) if teacher == "column" else average_teacher(synth))(
+                    members, synthesizer.label_logit_weights, synthesizer.model_logit_weights)
+                synthesizer.transform = T.Compose([T.RandomCrop(28, padding=4), T.RandomHorizontalFlip(),
+                                                   T.ToTensor()])
+                x_test, y_test = official_test(T.Compose([T.ToTensor()]), torchvision_root(args.scratch / "fmnist-tv"))
             optimizer = torch.optim.SGD(student.parameters(), lr=0.01, momentum=0.9)
             criterion = utils.KLCom(T=1.0, alpha1=0.0, alpha2=1.0, reduction="mean")
-            epochs_done = 0
+            epochs_done, curve = 0, []
             for epoch in range(args.epochs):
                 stage = f"epoch {epoch + 1}: synthesizer.gen_data (HASA synthesis with Ensemble_E)"
                 synthesizer.gen_data(epoch)
                 stage = f"epoch {epoch + 1}: sa_kd_train"
                 fed_main.sa_kd_train(synthesizer, [student, synthesizer.en_teacher], criterion, optimizer, args=a)
                 epochs_done += 1
+                if teacher:
+                    curve.append(round(accuracy(student, x_test, y_test), 4))
+                    student.train()
+            if curve:
+                out.update(final=curve[-1], best=max(curve), curve=curve,
+                           server_seconds=round(time.perf_counter() - t0, 3))
             out["stopped"] = None
     except Exception as exc:  # where the release stops is the measurement
         root = OFFICIAL[PEER].require()
@@ -117,6 +193,112 @@ def run_seed(work: Path, seed: int, args) -> dict:
     return out
 
 
+OUR_TAG = "release-peer"
+
+
+def our_sets(args) -> list[str]:
+    """Our FedHydra server's settings for the row: the release run's (harness flags and fed-main.py's values)."""
+    values = {"epochs": args.epochs, "g_steps": args.g_steps, "ms_steps": args.g_steps, "ngf": args.ngf,
+              "synthesis_batch": args.batch, "ms_batch": args.batch, "lr_g": 0.001, "nz": 256, "lr": 0.01,
+              "momentum": 0.9, "T": 1.0, "lambda1": 1.0, "lambda2": 1.0}
+    return [f"server.fedhydra.{k}={v}" for k, v in values.items()]
+
+
+def our_fedhydra(work: Path, args) -> dict:
+    """Our FedHydra server stage (reading authors, the rest our defaults) and its evaluation on the clients in
+    ``work``; FedHydra is added to the scratch project's methods first."""
+    params_file = work / "params.yaml"
+    params = yaml.safe_load(params_file.read_text())
+    if "fedhydra" not in params["methods"]:
+        params["methods"].append("fedhydra")
+        params.setdefault("server", {})["fedhydra"] = {}
+        params_file.write_text(yaml.safe_dump(params, sort_keys=False))
+    stage = stage_runner(work)
+    stage("osfl.stages.server", "--experiment", "peer", "--method", "fedhydra", f"--tag={OUR_TAG}", "--set",
+          *our_sets(args))
+    stage("osfl.stages.evaluate", "--experiment", "peer", "--method", "fedhydra", f"--tag={OUR_TAG}")
+    name = f"fedhydra-{OUR_TAG}"
+    run = json.loads((work / "results" / "peer" / "runs" / f"{name}.json").read_text())
+    return {"final": run["acc_final"], "best": run["acc_best"], "server_seconds": run["server_seconds"],
+            "curve": live_curve(work / "results" / "peer" / "live" / name)}
+
+
+def dense_clients(args, seed: int) -> Path:
+    """The scratch folder of the DENSE row's run of ``seed`` (its clients are the ones used here)."""
+    work = args.scratch / f"server-dense-a{args.alpha:g}-s{seed}"
+    if not (work / "models" / "peer" / "clients").is_dir():
+        raise SystemExit(f"{work}: no clients; run `python -m benchmarks.peers.servers --peer DENSE --alpha "
+                         f"{args.alpha:g} --seeds {seed}` first (the same --scratch)")
+    return work
+
+
+def row_record(args, per_seed: dict[str, list[dict]], seeds: list[int]) -> dict:
+    """The server row (``--loop column``): per arm (``official``: the release with the column teacher;
+    ``official_average``: with its averaging ensemble as the teacher; ``ours``) the per-seed runs, and their
+    summaries as the other server rows keep them."""
+    return {
+        "harness": "benchmarks/peers/fedhydra_release.py", "peer": PEER, "method": "FedHydra",
+        "layer": f"server: the release's MS + HASA loop (two parts shimmed) and ours on the same clients, "
+                 f"Dir({args.alpha:g})",
+        "official": OFFICIAL[PEER].as_dict(), "official_checked_out": OFFICIAL[PEER].checked_out(),
+        "shims": SHIMS + LOOP_SHIMS + [ICDE_HELPERS.note], "torch": torch.__version__, "seeds": seeds,
+        "settings": {
+            "clients": f"5 cnn2 clients of server-dense-a{args.alpha:g} (the DENSE row's: dirichlet, 10 local epochs)",
+            "server": {"epochs": args.epochs, "g_steps": args.g_steps, "ms_steps": args.g_steps, "ngf": args.ngf,
+                       "batch": args.batch, "threads": args.threads},
+            "arms": {"official": "SASynthesizer + sa_kd_train as fed-main.py's kd_train branch builds them, with "
+                                 "the shims (the SA teacher reads u by (client, label))",
+                     "official_average": "the same loop with the release's averaging ensemble (Ensemble_A.forward) "
+                                         "as the teacher of the generator and the student: no stratified aggregation",
+                     "ours": "osfl.stages.server --method fedhydra (reading authors) --set " + " ".join(our_sets(args))},
+            "differences kept": "ours: Ū_r/Ū_c-normalised SA (Eqs. 8-11, F33), no MS view on grey images (F32), "
+                                "KD loss KL (batch mean) + CE (Eq. 19; the release: KL averaged over batch x "
+                                "classes, no CE), its pool in memory (the release: PNG files)",
+            "server_seconds": "official arms: MS (in SASynthesizer's constructor), then the epoch loop with one test "
+                              "evaluation per epoch; ours: the server stage's method time (MS, the epochs, a test "
+                              "evaluation per epoch and one before training)",
+        },
+        "per_seed": per_seed,
+        "arms": {a: {k: summary([r[k] for r in rs]) for k in ("final", "best", "server_seconds")}
+                 for a, rs in per_seed.items()},
+        "curves": {a: [r["curve"] for r in rs] for a, rs in per_seed.items()},
+        "rerun": f"python -m benchmarks.peers.fedhydra_release --loop column"
+                 f"{' --average' if 'official_average' in per_seed else ''} --seeds {' '.join(map(str, seeds))} "
+                 f"--alpha {args.alpha:g} --epochs {args.epochs} --g-steps {args.g_steps} --ngf {args.ngf} "
+                 f"--batch {args.batch}",
+    }
+
+
+def column_row(args, out: Path) -> None:
+    """``--loop column``: per seed the shimmed release (and, with ``--average``, its averaging-teacher arm), then
+    ours; ``--merge`` adds the seeds to the record at ``out`` (the same settings and arms, other seeds)."""
+    arms = ["official"] + (["official_average"] if args.average else [])
+    per_seed: dict[str, list[dict]] = {a: [] for a in [*arms, "ours"]}
+    for seed in args.seeds:
+        work = dense_clients(args, seed)
+        for arm in arms:
+            r = run_seed(work, seed, args, teacher="column" if arm == "official" else "average")
+            if r["stopped"]:
+                raise SystemExit(f"seed {seed}: the shimmed release ({arm}) stopped at {r['stopped']['at']}: "
+                                 f"{r['stopped']['exception']}")
+            per_seed[arm].append({k: r[k] for k in ("seed", "final", "best", "server_seconds", "curve")})
+        per_seed["ours"].append({"seed": seed, **our_fedhydra(work, args)})
+        print(f"seed {seed}: " + "; ".join(f"{a} final {rs[-1]['final']:.2f} best {rs[-1]['best']:.2f} "
+                                         f"({rs[-1]['server_seconds']:.0f} s)" for a, rs in per_seed.items()),
+              flush=True)
+    seeds = list(args.seeds)
+    if args.merge and out.exists():
+        old = json.loads(out.read_text())
+        new = row_record(args, per_seed, seeds)
+        if old["settings"] != new["settings"] or set(old["per_seed"]) != set(per_seed):
+            raise SystemExit("--merge: the record's settings or arms differ from this run's; write another --out")
+        if set(old["seeds"]) & set(seeds):
+            raise SystemExit(f"--merge: seeds {sorted(set(old['seeds']) & set(seeds))} are in the record already")
+        seeds = old["seeds"] + seeds
+        per_seed = {a: old["per_seed"][a] + rs for a, rs in per_seed.items()}
+    write_record(out, row_record(args, per_seed, seeds))
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -126,16 +308,24 @@ def main(argv=None) -> None:
     p.add_argument("--ngf", type=int, default=16, help="generator width (release 64), as the DENSE peer run")
     p.add_argument("--batch", type=int, default=256, help="synthesis and KD batch (release 256)")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--loop", choices=("as-released", "column"), default="as-released",
+                   help="as-released: record where the loop stops; column: run it with LOOP_SHIMS beside ours")
+    p.add_argument("--average", action="store_true",
+                   help="column: also the release's loop with its averaging ensemble as the teacher")
+    p.add_argument("--merge", action="store_true", help="column: add these seeds to the record at --out")
     p.add_argument("--scratch", type=Path, default=peers_root() / "work")
-    p.add_argument("--out", type=Path, default=REPO / "benchmarks/peers/records/fedhydra-release.json")
+    p.add_argument("--out", type=Path, default=None, help="default records/fedhydra-release.json (as-released), "
+                                                            "records/server-fedhydra-a<alpha>.json (column)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    records = REPO / "benchmarks/peers/records"
+    out = args.out or (records / "fedhydra-release.json" if args.loop == "as-released"
+                       else records / f"server-fedhydra-a{args.alpha:g}.json")
+    if args.loop == "column":
+        return column_row(args, out)
     runs = []
     for seed in args.seeds:
-        work = args.scratch / f"server-dense-a{args.alpha:g}-s{seed}"
-        if not (work / "models" / "peer" / "clients").is_dir():
-            raise SystemExit(f"{work}: no clients; run `python -m benchmarks.peers.servers --peer DENSE --alpha "
-                             f"{args.alpha:g} --seeds {seed}` first (the same --scratch)")
+        work = dense_clients(args, seed)
         runs.append(run_seed(work, seed, args))
         r = runs[-1]
         print(f"seed {seed}: MS {r.get('ms_seconds', '-')} s; stopped: "
@@ -154,7 +344,7 @@ def main(argv=None) -> None:
         "rerun": f"python -m benchmarks.peers.fedhydra_release --seeds {' '.join(map(str, args.seeds))} "
                  f"--alpha {args.alpha:g} --epochs {args.epochs} --g-steps {args.g_steps} --ngf {args.ngf} --batch {args.batch}",
     }
-    write_record(args.out, record)
+    write_record(out, record)
 
 
 if __name__ == "__main__":

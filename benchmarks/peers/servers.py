@@ -321,6 +321,9 @@ class _plain_tqdm:
     def __iter__(self):
         return iter(self.iterable)
 
+    def __len__(self):
+        return len(self.iterable)
+
     def __enter__(self):
         return self
 
