@@ -36,7 +36,7 @@ from .clients import stage_runner, summary, torchvision_root, write_record
 from .official import (CPU_DEVICE_NOTE, ICDE_HELPERS, KORNIA, KORNIA_SITE_NOTE, OFFICIAL, cpu_device,
                        official_modules, peers_root, real_kornia)
 from .servers import _plain_tqdm, accuracy, client_models, fresh_student, live_curve, no_workers, official_test, \
-    silent_logger
+    parse_variant, silent_logger
 
 REPO = Path(__file__).resolve().parents[2]
 PEER = "ICDE2025-FL-SA"
@@ -204,20 +204,21 @@ def our_sets(args) -> list[str]:
     return [f"server.fedhydra.{k}={v}" for k, v in values.items()]
 
 
-def our_fedhydra(work: Path, args) -> dict:
-    """Our FedHydra server stage (reading authors, the rest our defaults) and its evaluation on the clients in
-    ``work``; FedHydra is added to the scratch project's methods first."""
+def our_fedhydra(work: Path, args, arm: str = "ours", extra: tuple[str, ...] = ()) -> dict:
+    """Our FedHydra server stage (reading authors, the rest our defaults; ``extra``: more ``--set`` values, an arm
+    ``ours_<name>``) and its evaluation on the clients in ``work``; FedHydra is added to the scratch project's
+    methods first."""
     params_file = work / "params.yaml"
     params = yaml.safe_load(params_file.read_text())
     if "fedhydra" not in params["methods"]:
         params["methods"].append("fedhydra")
         params.setdefault("server", {})["fedhydra"] = {}
         params_file.write_text(yaml.safe_dump(params, sort_keys=False))
-    stage = stage_runner(work)
-    stage("osfl.stages.server", "--experiment", "peer", "--method", "fedhydra", f"--tag={OUR_TAG}", "--set",
-          *our_sets(args))
-    stage("osfl.stages.evaluate", "--experiment", "peer", "--method", "fedhydra", f"--tag={OUR_TAG}")
-    name = f"fedhydra-{OUR_TAG}"
+    stage, tag = stage_runner(work), OUR_TAG + arm.removeprefix("ours").replace("_", "-")
+    stage("osfl.stages.server", "--experiment", "peer", "--method", "fedhydra", f"--tag={tag}", "--set",
+          *our_sets(args), *extra)
+    stage("osfl.stages.evaluate", "--experiment", "peer", "--method", "fedhydra", f"--tag={tag}")
+    name = f"fedhydra-{tag}"
     run = json.loads((work / "results" / "peer" / "runs" / f"{name}.json").read_text())
     return {"final": run["acc_final"], "best": run["acc_best"], "server_seconds": run["server_seconds"],
             "curve": live_curve(work / "results" / "peer" / "live" / name)}
@@ -245,12 +246,15 @@ def row_record(args, per_seed: dict[str, list[dict]], seeds: list[int]) -> dict:
         "settings": {
             "clients": f"5 cnn2 clients of server-dense-a{args.alpha:g} (the DENSE row's: dirichlet, 10 local epochs)",
             "server": {"epochs": args.epochs, "g_steps": args.g_steps, "ms_steps": args.g_steps, "ngf": args.ngf,
-                       "batch": args.batch, "threads": args.threads},
+                       "batch": args.batch},
+            "threads": args.threads,
             "arms": {"official": "SASynthesizer + sa_kd_train as fed-main.py's kd_train branch builds them, with "
                                  "the shims (the SA teacher reads u by (client, label))",
                      "official_average": "the same loop with the release's averaging ensemble (Ensemble_A.forward) "
                                          "as the teacher of the generator and the student: no stratified aggregation",
-                     "ours": "osfl.stages.server --method fedhydra (reading authors) --set " + " ".join(our_sets(args))},
+                     "ours": "osfl.stages.server --method fedhydra (reading authors) --set " + " ".join(our_sets(args)),
+                     "ours_ae": "ours with server.fedhydra.aggregation=ae: the averaging ensemble in SA's place (no "
+                                "MS), the arm to set beside official_average"},
             "differences kept": "ours: Ū_r/Ū_c-normalised SA (Eqs. 8-11, F33), no MS view on grey images (F32), "
                                 "KD loss KL (batch mean) + CE (Eq. 19; the release: KL averaged over batch x "
                                 "classes, no CE), its pool in memory (the release: PNG files)",
@@ -263,7 +267,8 @@ def row_record(args, per_seed: dict[str, list[dict]], seeds: list[int]) -> dict:
                  for a, rs in per_seed.items()},
         "curves": {a: [r["curve"] for r in rs] for a, rs in per_seed.items()},
         "rerun": f"python -m benchmarks.peers.fedhydra_release --loop column"
-                 f"{' --average' if 'official_average' in per_seed else ''} --seeds {' '.join(map(str, seeds))} "
+                 f"{' --average' if 'official_average' in per_seed else ''}"
+                 f"{' --ours-ae' if 'ours_ae' in per_seed else ''} --seeds {' '.join(map(str, seeds))} "
                  f"--alpha {args.alpha:g} --epochs {args.epochs} --g-steps {args.g_steps} --ngf {args.ngf} "
                  f"--batch {args.batch}",
     }
@@ -271,10 +276,22 @@ def row_record(args, per_seed: dict[str, list[dict]], seeds: list[int]) -> dict:
 
 def column_row(args, out: Path) -> None:
     """``--loop column``: per seed the shimmed release (and, with ``--average``, its averaging-teacher arm), then
-    ours; ``--merge`` adds the seeds to the record at ``out`` (the same settings and arms, other seeds)."""
+    ours (and, with ``--ours-ae``, ours with the averaging ensemble); ``--merge`` adds the seeds to the record at
+    ``out`` (the same settings and arms, other seeds); ``--add`` runs only the arms the record at ``out`` lacks, on
+    its seeds, and adds them."""
     arms = ["official"] + (["official_average"] if args.average else [])
-    per_seed: dict[str, list[dict]] = {a: [] for a in [*arms, "ours"]}
-    for seed in args.seeds:
+    variants = {"ours": (), **({"ours_ae": ("server.fedhydra.aggregation=ae",)} if args.ours_ae else {}),
+                **dict(parse_variant(v, "fedhydra") for v in args.variant)}
+    ours = list(variants)
+    seeds = list(args.seeds)
+    old = json.loads(out.read_text()) if (args.add or args.merge) and out.exists() else None
+    if args.add:
+        if old is None:
+            raise SystemExit(f"--add: no record at {out}")
+        seeds = old["seeds"]
+        arms, ours = [a for a in arms if a not in old["per_seed"]], [a for a in ours if a not in old["per_seed"]]
+    per_seed: dict[str, list[dict]] = {a: [] for a in [*arms, *ours]}
+    for seed in seeds:
         work = dense_clients(args, seed)
         for arm in arms:
             r = run_seed(work, seed, args, teacher="column" if arm == "official" else "average")
@@ -282,13 +299,17 @@ def column_row(args, out: Path) -> None:
                 raise SystemExit(f"seed {seed}: the shimmed release ({arm}) stopped at {r['stopped']['at']}: "
                                  f"{r['stopped']['exception']}")
             per_seed[arm].append({k: r[k] for k in ("seed", "final", "best", "server_seconds", "curve")})
-        per_seed["ours"].append({"seed": seed, **our_fedhydra(work, args)})
+        for arm in ours:
+            per_seed[arm].append({"seed": seed, **our_fedhydra(work, args, arm, variants[arm])})
         print(f"seed {seed}: " + "; ".join(f"{a} final {rs[-1]['final']:.2f} best {rs[-1]['best']:.2f} "
                                          f"({rs[-1]['server_seconds']:.0f} s)" for a, rs in per_seed.items()),
               flush=True)
-    seeds = list(args.seeds)
-    if args.merge and out.exists():
-        old = json.loads(out.read_text())
+    if args.add:
+        if row_record(args, per_seed, seeds)["settings"] != old["settings"]:
+            raise SystemExit("--add: the record's settings differ from this run's")
+        per_seed = {**old["per_seed"], **per_seed}
+        variants = {**old.get("variants", {}), **variants}
+    elif old is not None:
         new = row_record(args, per_seed, seeds)
         if old["settings"] != new["settings"] or set(old["per_seed"]) != set(per_seed):
             raise SystemExit("--merge: the record's settings or arms differ from this run's; write another --out")
@@ -296,7 +317,12 @@ def column_row(args, out: Path) -> None:
             raise SystemExit(f"--merge: seeds {sorted(set(old['seeds']) & set(seeds))} are in the record already")
         seeds = old["seeds"] + seeds
         per_seed = {a: old["per_seed"][a] + rs for a, rs in per_seed.items()}
-    write_record(out, row_record(args, per_seed, seeds))
+    record = row_record(args, per_seed, seeds)
+    record["variants"] = {a: list(v) for a, v in variants.items() if a not in ("ours", "ours_ae")}
+    if record["variants"]:
+        record["rerun"] += "".join(f" --variant {a.removeprefix('ours_')}:{','.join(x.split('.', 2)[2] for x in v)}"
+                                   for a, v in record["variants"].items())
+    write_record(out, record)
 
 
 def main(argv=None) -> None:
@@ -312,7 +338,13 @@ def main(argv=None) -> None:
                    help="as-released: record where the loop stops; column: run it with LOOP_SHIMS beside ours")
     p.add_argument("--average", action="store_true",
                    help="column: also the release's loop with its averaging ensemble as the teacher")
+    p.add_argument("--ours-ae", action="store_true",
+                   help="column: also ours with the averaging ensemble in SA's place (aggregation=ae)")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME:key=value[,key=value]",
+                   help="column: one more arm of ours, ours_NAME, with these server.fedhydra settings on top")
     p.add_argument("--merge", action="store_true", help="column: add these seeds to the record at --out")
+    p.add_argument("--add", action="store_true",
+                   help="column: run only the arms (--average, --ours-ae) the record at --out lacks, on its seeds")
     p.add_argument("--scratch", type=Path, default=peers_root() / "work")
     p.add_argument("--out", type=Path, default=None, help="default records/fedhydra-release.json (as-released), "
                                                             "records/server-fedhydra-a<alpha>.json (column)")
