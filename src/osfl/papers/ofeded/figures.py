@@ -44,9 +44,9 @@ def table2(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
 
 
 def variant_points(params: dict, results_root: Path, figure: str) -> dict:
-    """Per dataset at ``figure_split``: {"series": {series: {x: Side}}} of the ``variants`` drawn in ``figure``
-    ("2b" or "3"), each a side over the seeds that ran (:func:`run_side`), and "reference": the main OFedED run's
-    side (None where it did not run), and "ipc": the main runs' IPC."""
+    """Per dataset at ``figure_split`` where a variant ran: {"series": {series: {x: Side}}} of the ``variants`` drawn
+    in ``figure`` ("2b" or "3"), each a side over the seeds that ran (:func:`run_side`), and "reference": the main
+    OFedED run's side (None where it did not run), and "ipc": the main runs' IPC."""
     grid = Grid.of(params)
     split = params.get("figure_split")
     chosen = [v for v in params.get("variants") or [] if str(v.get("figure")) == figure]
@@ -62,6 +62,8 @@ def variant_points(params: dict, results_root: Path, figure: str) -> dict:
                 series.setdefault(str(v["series"]), {})[float(v["x"])] = run_side(
                     results_root, ds, split, f"ofeded-{v['id']}", f"{v['series']} {v['x']}", recs,
                     str(v.get("clients") or ""))
+        if not series:  # no variant of this dataset ran (MNIST's do not run: dvc.yaml's train_dp note)
+            continue
         recs = by_id.get(main["id"], []) if main else []
         ipcs = {json.loads(f.read_text())["settings"]["ipc"] for seed in grid.seeds
                 if (f := Path(results_root) / run_name(ds, split, seed) / "distilled.json").is_file()}
