@@ -22,12 +22,11 @@ decided from (its evidence). A comparison "A is above B" (:func:`compare`) follo
 
 A claim made of several comparisons (every column, every rival) combines them with :func:`every`: ``does not hold``
 when any part does not hold (one counter-example is enough), ``holds`` when every part holds, ``within spread``
-when every part is judged and at least one is within spread, else ``not judged`` (a part not judged, e.g. on fewer
-than three seeds, leaves the whole claim undecided); parts that did not run are left out of the decision (and
-named); none ran: ``not run``. :func:`above_all` is "A above every rival" (the claimed best; ``below=True``: the claimed worst).
-Claims that are not comparisons of our runs keep their own test and take ``not judged`` from degenerate inputs;
-the paper's own arithmetic (its formulas, its counts) reads ``consistent`` or ``inconsistent``, never ``holds``.
-The spread describes seed and epoch noise; it is not a significance test.
+when every part is judged and one is within spread, else ``not judged`` (a part on fewer than three seeds leaves the
+claim undecided); parts that did not run are left out (and named); none ran: ``not run``. :func:`above_all` is "A
+above every rival" (the claimed best; ``below=True``: the claimed worst). Claims that are not comparisons of our runs
+keep their own test and take ``not judged`` from degenerate inputs; the paper's own arithmetic reads ``consistent``
+or ``inconsistent``, never ``holds``. The spread describes seed and epoch noise; it is not a significance test.
 """
 from __future__ import annotations
 
@@ -245,8 +244,7 @@ def _is_count(reason: str) -> bool:  # a not-judged reason that is only a seed c
 
 
 def _combined(verdicts: Sequence[Verdict]) -> tuple[str, str]:
-    """(verdict, reason) of several judged parts: any does not hold; all hold; all judged and some within spread;
-    else not judged (the reasons of the parts not judged)."""
+    """(verdict, reason) of parts: any does not hold; all hold; all judged, one within spread; else not judged."""
     cats = {v.verdict for v in verdicts}
     if DOES_NOT_HOLD in cats:
         return DOES_NOT_HOLD, ""
