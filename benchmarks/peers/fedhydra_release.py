@@ -233,10 +233,12 @@ def dense_clients(args, seed: int) -> Path:
     return work
 
 
-def row_record(args, per_seed: dict[str, list[dict]], seeds: list[int]) -> dict:
+def row_record(args, per_seed: dict[str, list[dict]], seeds: list[int],
+               variants: dict[str, tuple[str, ...]] | None = None) -> dict:
     """The server row (``--loop column``): per arm (``official``: the release with the column teacher;
-    ``official_average``: with its averaging ensemble as the teacher; ``ours``) the per-seed runs, and their
-    summaries as the other server rows keep them."""
+    ``official_average``: with its averaging ensemble as the teacher; ``ours``; ``ours_<name>``: a ``--variant``,
+    its ``--set`` values in ``variants``) the per-seed runs, and their summaries as the other server rows keep them."""
+    named = {a: list(v) for a, v in (variants or {}).items() if a not in ("ours", "ours_ae")}
     return {
         "harness": "benchmarks/peers/fedhydra_release.py", "peer": PEER, "method": "FedHydra",
         "layer": f"server: the release's MS + HASA loop (two parts shimmed) and ours on the same clients, "
@@ -270,7 +272,10 @@ def row_record(args, per_seed: dict[str, list[dict]], seeds: list[int]) -> dict:
                  f"{' --average' if 'official_average' in per_seed else ''}"
                  f"{' --ours-ae' if 'ours_ae' in per_seed else ''} --seeds {' '.join(map(str, seeds))} "
                  f"--alpha {args.alpha:g} --epochs {args.epochs} --g-steps {args.g_steps} --ngf {args.ngf} "
-                 f"--batch {args.batch}",
+                 f"--batch {args.batch}"
+                 + "".join(f" --variant {a.removeprefix('ours_')}:{','.join(x.split('.', 2)[2] for x in v)}"
+                           for a, v in named.items()),
+        "variants": named,
     }
 
 
@@ -285,11 +290,20 @@ def column_row(args, out: Path) -> None:
     ours = list(variants)
     seeds = list(args.seeds)
     old = json.loads(out.read_text()) if (args.add or args.merge) and out.exists() else None
-    if args.add:
-        if old is None:
-            raise SystemExit(f"--add: no record at {out}")
-        seeds = old["seeds"]
-        arms, ours = [a for a in arms if a not in old["per_seed"]], [a for a in ours if a not in old["per_seed"]]
+    if args.add and old is None:
+        raise SystemExit(f"--add: no record at {out}")
+    if old is not None:  # refused before anything runs: the settings do not depend on the runs
+        if row_record(args, {}, seeds)["settings"] != old["settings"]:
+            raise SystemExit(f"--{'add' if args.add else 'merge'}: the record's settings differ from this run's; "
+                             "write another --out")
+        if args.add:
+            seeds = old["seeds"]
+            arms, ours = [a for a in arms if a not in old["per_seed"]], [a for a in ours if a not in old["per_seed"]]
+        else:
+            if set(old["per_seed"]) != {*arms, *ours}:
+                raise SystemExit("--merge: the record's arms differ from this run's; write another --out")
+            if set(old["seeds"]) & set(seeds):
+                raise SystemExit(f"--merge: seeds {sorted(set(old['seeds']) & set(seeds))} are in the record already")
     per_seed: dict[str, list[dict]] = {a: [] for a in [*arms, *ours]}
     for seed in seeds:
         work = dense_clients(args, seed)
@@ -305,24 +319,12 @@ def column_row(args, out: Path) -> None:
                                          f"({rs[-1]['server_seconds']:.0f} s)" for a, rs in per_seed.items()),
               flush=True)
     if args.add:
-        if row_record(args, per_seed, seeds)["settings"] != old["settings"]:
-            raise SystemExit("--add: the record's settings differ from this run's")
         per_seed = {**old["per_seed"], **per_seed}
         variants = {**old.get("variants", {}), **variants}
     elif old is not None:
-        new = row_record(args, per_seed, seeds)
-        if old["settings"] != new["settings"] or set(old["per_seed"]) != set(per_seed):
-            raise SystemExit("--merge: the record's settings or arms differ from this run's; write another --out")
-        if set(old["seeds"]) & set(seeds):
-            raise SystemExit(f"--merge: seeds {sorted(set(old['seeds']) & set(seeds))} are in the record already")
         seeds = old["seeds"] + seeds
         per_seed = {a: old["per_seed"][a] + rs for a, rs in per_seed.items()}
-    record = row_record(args, per_seed, seeds)
-    record["variants"] = {a: list(v) for a, v in variants.items() if a not in ("ours", "ours_ae")}
-    if record["variants"]:
-        record["rerun"] += "".join(f" --variant {a.removeprefix('ours_')}:{','.join(x.split('.', 2)[2] for x in v)}"
-                                   for a, v in record["variants"].items())
-    write_record(out, record)
+    write_record(out, row_record(args, per_seed, seeds, variants))
 
 
 def main(argv=None) -> None:
