@@ -9,7 +9,7 @@ from ... import cpu_profile
 from ...reporting.figures import curve_panels, grouped_bar_panels
 from ...reporting.published import load_artifacts
 from ...reporting.grid import Grid
-from ...reporting.runs import cells_of, gap_metrics, read_runs
+from ...reporting.runs import cells_of, gap_metrics, gap_text, read_runs
 from ...reporting.skeleton import Built, Context, build_all, finish, table_vs_paper
 from ...reporting.tables import write_table
 from .tables import ACC_CELLS, DATASET_LABELS, _entries, table1, table3, table3_sides
@@ -32,8 +32,7 @@ def _table1(ctx: Context, art) -> Built | None:
     if not (numbers or failed):
         return None
     return Built(f"{len(numbers)} cells run" + (f"; {failed} failed their regime guards" if failed else "")
-                 + (f"; within 3 / 10 points of the paper: {gaps['within_3']} / {gaps['within_10']} of "
-                    f"{gaps['beside_paper']}" if gaps["beside_paper"] else ""),
+                 + (f"; {gap_text(numbers)}" if gaps["beside_paper"] else ""),
                  table_vs_paper(ctx, art, cells, ACC_CELLS + _seeds_note(ctx.params)),
                  {"cells_run": len(numbers), "cells_failed_guard": failed, "mean_gap": gaps["mean_gap"],
                   "within_3": gaps["within_3"], "within_10": gaps["within_10"], "beside_paper": gaps["beside_paper"]},
