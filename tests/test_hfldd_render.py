@@ -114,7 +114,7 @@ def test_every_spec_check_gets_a_verdict_and_the_figures_are_drawn(rendered):
     # parameter counts) say "consistent", never "holds"
     assert (counts["holds"], counts["does_not_hold"], counts["within_spread"]) == (0, 0, 0)
     assert (counts["consistent"], counts["inconsistent"]) == (3, 0)
-    assert counts["not_judged"] == 6
+    assert counts["not_judged"] == 10  # C = 1 and 2: the line against both baselines and each half of it
     assert summary["claims"]["holding"] == counts["holds"]
 
 
@@ -149,7 +149,29 @@ def test_checks_on_runs_with_clients_at_chance_are_not_judged(tmp_path):
             f"Fashion-MNIST (ours 84.00 ± 1.00 (n=3) after 4 rounds, profile {params['profile']}; inputs degenerate: "
             f"{reason})") in readme
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["claims"]["not_judged"] == 1 and summary["claims"]["holds"] >= 2
+    assert summary["claims"]["not_judged"] == 3 and summary["claims"]["holds"] >= 2  # C = 2's line and its halves
+
+
+def test_each_baseline_is_judged_on_its_own_seeds(tmp_path):
+    """FedSeq on one seed, HFLDD and FedAvg on three: the half against FedAvg is decided, the half against FedSeq and
+    the line against both baselines are not (n = 1)."""
+    params = yaml.safe_load((PAPER / "params.yaml").read_text())
+    params.update(datasets=["fmnist"], classes=[1], seeds=[0, 1, 2])
+    homo, hetero, headers = ten_by_ten()
+    for seed, d in ((0, 0.0), (1, -1.0), (2, 1.0)):
+        curves = {"hfldd": [70.0, 79.0, 81.0, 84.0 + d], "fedavg": [10.0, 20.0, 25.0, 30.0 + d]}
+        if seed == 0:
+            curves["fedseq"] = [20.0, 30.0, 35.0, 40.0]
+        fake_run(tmp_path / "results", f"fmnist-c1-s{seed}", curves, homo, hetero, headers)
+        _write(tmp_path / "results" / f"fmnist-c1-s{seed}" / "clients.json", {
+            "local_acc_mean": 60.0, "per_client": [{"client": k, "local_test_acc": 60.0 + k % 3} for k in range(100)]})
+    hfldd.render(params, tmp_path / "results", tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"),
+                 summary=tmp_path / "summary.json")
+    readme = (tmp_path / "reports" / "README.md").read_text()
+    assert ("§7 HFLDD above FedAvg at the last round, Fashion-MNIST C = 1 (a half of the line above): holds (HFLDD "
+            "84.00 ± 1.00 (n=3) vs FedAvg 30.00 ± 1.00 (n=3)") in readme
+    assert "§7 HFLDD above FedSeq at the last round, Fashion-MNIST C = 1 (a half of the line above): not judged (n = 1)" in readme
+    assert "§7 HFLDD ≥ the baselines, Fashion-MNIST C = 1: not judged" in readme
 
 
 def test_topology_graph_follows_the_clustering():
