@@ -3,7 +3,7 @@ beside the README, set in the compiled report's appendix."""
 import json
 
 from osfl.reporting import book
-from osfl.reporting.settings import read, rows, write
+from osfl.reporting.settings import pointer, read, rows, write
 
 
 def test_rows_name_profile_reductions_guards_precision_grid_and_machines(tmp_path):
@@ -28,6 +28,14 @@ def test_rows_name_profile_reductions_guards_precision_grid_and_machines(tmp_pat
     assert got["machines"] == "AMD EPYC (AVX512, 1 thread): 1 run record"
     assert dict(rows({"profile": "quick"}))["regime guards"] == "none"
     assert "machines" not in dict(rows({"profile": "quick"}))
+
+
+def test_a_tables_note_points_to_the_settings_table_instead_of_repeating_it():
+    params = {"profile": "cpu", "cpu": {"set": [{"set": "server.epochs=20", "reason": "200 epochs take 3 h"}]}}
+    note = pointer(params)
+    assert note.startswith("Profile cpu; its reductions from the paper's settings, regime guards")
+    assert "settings table" in note and "server.epochs" not in note and "3 h" not in note
+    assert "reductions" not in pointer({"profile": "quick"})
 
 
 def test_the_book_sets_each_papers_settings_in_its_appendix(tmp_path):

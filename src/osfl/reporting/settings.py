@@ -13,7 +13,7 @@ from ..data.inputs import describe as inputs_note
 from .grid import Grid
 from .machines import machines
 
-__all__ = ["rows", "write", "read", "markdown"]
+__all__ = ["rows", "write", "read", "markdown", "pointer"]
 
 GUARD_TEXT = {"client_acc_mean_min": "clients' mean local accuracy ≥ {:g} %",
               "server_gain_min": "server best and final ≥ chance + {:g} points",
@@ -36,6 +36,15 @@ def _machines(results_root: Path) -> str:
 
     return "; ".join(f"{m}: {n} run record{'s' if n != 1 else ''}"
                      for m, n in machines(records()).most_common()) or "no run record yet"
+
+
+def pointer(params: Mapping) -> str:
+    """What a table's note says of the settings in place of repeating them: the profile, and where its reductions,
+    guards, input preparation and precision are (this module's table, in the README and the report's appendix)."""
+    profile = str(params.get("profile") or "?")
+    what = "reductions from the paper's settings, " if profile == "cpu" else ""
+    return (f"Profile {profile}; its {what}regime guards, input preparation and precision: the settings table "
+            "(README, \"Settings\"; the report's appendix).")
 
 
 def rows(params: Mapping, results_root: Path | None = None) -> list[tuple[str, str]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import cpu_profile
+from ...reporting import settings
 from ...config import load_params
 from ...reporting.machines import describe as machines
 from ...reporting.published import Artifact, load_published_table
@@ -120,7 +120,7 @@ def cpu_table(bench: Path, arts: list[Artifact], out: Path,
     caption = (f"Tables 1 and 2, {name} columns, cpu profile: ours (final accuracy, mean ± std over n seeds) / the "
                f"paper's (Δ). Runs: the cross-paper benchmark ({BENCHMARK}/).")
     ran_on = machines(runs)
-    notes = f"{state}. {cpu_profile.describe(params)} {ran_on}".strip()
+    notes = f"{state}. {settings.pointer(params)} {ran_on}".strip()
     files = write_table(df, out / stem, caption, f"tab:{stem}", notes=notes)
     claim, verdict = best_claim(numbers, dataset)
     return files, state, [verdict.record(artifact=stem, claim=claim)], metrics, beside
@@ -183,5 +183,5 @@ def k_table(bench: Path, out: Path) -> tuple[list[Path], str, list[dict]]:
                f"({BENCHMARK}/, stages nclients_*@), not trained again here.")
     ran_on = machines(sweep)
     files = write_table(df, out / K_STEM, caption, f"tab:{K_STEM}",
-                        notes=f"{state}. {cpu_profile.describe(params)} {ran_on}".strip())
+                        notes=f"{state}. {settings.pointer(params)} {ran_on}".strip())
     return files, state, k_claims(numbers)

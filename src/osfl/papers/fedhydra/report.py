@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ... import cpu_profile
+from ...reporting import settings
 from ...reporting.comparison import render_comparison
 from ...reporting.naming import seed_run
 from ...reporting.published import load_artifacts, load_published_table
@@ -115,7 +115,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     lambdas = list(params.get("lambdas") or [])
     splits = list(params.get("splits") or [])
     profile = params.get("profile", "?")
-    described = cpu_profile.describe(params)
+    described = settings.pointer(params)
     seeds, base_seed = list((params.get("spread") or {}).get("seeds") or []), params.get("seed", 0)
     out.mkdir(parents=True, exist_ok=True)
     arts = load_artifacts(published_root)

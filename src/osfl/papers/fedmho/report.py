@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ... import cpu_profile
+from ...reporting import settings
 from ...reporting.published import load_artifacts, load_published_table
 from ...reporting.runs import cells_of, gap_metrics, read_runs
 from ...reporting.skeleton import Built, Context, build_all, finish, table_vs_paper
@@ -28,11 +28,11 @@ ACC_CELLS = ("Each cell: ours, the last server epoch's top-1 accuracy, mean ± s
 
 def _where(params: dict) -> str:
     return (f"split {(params.get('splits') or ['dir0.5'])[0]}; seeds {params.get('seeds')}. "
-            f"{cpu_profile.describe(params)}")
+            f"{settings.pointer(params)}")
 
 
 def _seeds_note(params: dict) -> str:
-    return f"Seeds {params.get('seeds')}. {cpu_profile.describe(params)}"
+    return f"Seeds {params.get('seeds')}. {settings.pointer(params)}"
 
 
 def _ran(ctx: Context, art, table, done: int, note: str, state: str, metric: dict, **more) -> Built | None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ... import cpu_profile
+from ...reporting import settings
 from ...reporting.figures import curve_panels
 from ...reporting.published import load_artifacts, load_published_table
 from ...reporting.runs import cell, gap_metrics, gap_text
@@ -20,7 +20,7 @@ def _runs(ctx: Context) -> dict:
 
 def _note(params: dict) -> str:
     return (f"Seeds {params.get('seeds')}; {params.get('clients')} clients, {params.get('model')}; a run's T is "
-            f"hybrid.T under the profile. {cpu_profile.describe(params)}")
+            f"hybrid.T under the profile. {settings.pointer(params)}")
 
 
 def _cost(ctx: Context, art) -> Built:

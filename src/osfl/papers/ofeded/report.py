@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ... import cpu_profile
+from ...reporting import settings
 from ...reporting.figures import curve_panels, grouped_bar_panels
 from ...reporting.published import load_artifacts
 from ...reporting.grid import Grid
@@ -21,7 +21,7 @@ from .costs import COST_NOTE, cost_tables
 
 def _seeds_note(params: dict) -> str:
     return (f"Seeds {params.get('seeds')}; {params.get('clients')} clients, {params.get('model')}, partition "
-            f"{params.get('partition')}. {cpu_profile.describe(params)}")
+            f"{params.get('partition')}. {settings.pointer(params)}")
 
 
 def _table1(ctx: Context, art) -> Built | None:
