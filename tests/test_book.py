@@ -134,6 +134,8 @@ def test_each_summary_line_says_n_the_difference_and_the_spread():
     paper = book.Paper("hfldd", None, "HFLDD", claims=[{"artifact": "", "claim": "C", "verdict": "holds",
                                                          "evidence": one}])
     assert book.basis_parts(several) == ("1-3", "+0.50", "1.00", True)
+    # a decided claim rests on its comparisons on n >= 3 seeds: the others are not judged and change nothing
+    assert book.basis_parts(several, decided=True) == ("3", "+0.50", "1.00", True)
     # the summary is one table per paper: claim, verdict, n, difference, spread
     assert "C & \\textbf{holds} & 3 & +10.00 & 1.00 \\\\" in "\n".join(book.summary_section([paper]))
 

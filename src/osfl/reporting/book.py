@@ -31,7 +31,7 @@ from ..provenance.lineage import AGREE, check as lineage
 from .published import load_artifacts
 from .runs import NOT_DRAWN
 from .layout import Notes, drop_unrun_columns, drop_unrun_rows, figure_width, fit_table, short_caption
-from .spread import NOT_RUN, NOT_TESTABLE, VERDICTS, count_verdicts, verdict_label
+from .spread import DOES_NOT_HOLD, HOLDS, MIN_SEEDS, NOT_RUN, NOT_TESTABLE, VERDICTS, WITHIN, count_verdicts, verdict_label
 from .tables import escape_latex
 
 PREAMBLE = r"""\documentclass[10pt,a4paper]{article}
@@ -137,12 +137,16 @@ def closeness_section(papers: list[Paper], build: Path) -> list[str]:
 _BASIS = re.compile(r"\(n = (\d+)\)(?:: difference ([+-]\d+(?:\.\d+)?), (spread \d+(?:\.\d+)?|no spread))?")
 
 
-def basis_parts(evidence: str) -> tuple[str, str, str, bool]:
+def basis_parts(evidence: str, decided: bool = False) -> tuple[str, str, str, bool]:
     """(n, difference, spread, of several) from a claim's evidence (its comparisons' bases,
     :meth:`osfl.reporting.spread.Verdict.text`): ``("3", "+2.00", "1.00", False)``; several comparisons: the range of
     n ("1-3") and the one closest to the decision (the smallest |difference| - spread), ``True``. Empty strings where
-    the evidence names no seed count (or no difference)."""
+    the evidence names no seed count (or no difference). ``decided`` (a claim that holds, does not hold or is within
+    spread): only the comparisons on n >= 3 seeds, the ones that decided it (a claim over several columns is decided
+    by those; the columns with fewer seeds are not judged and its evidence still lists them)."""
     found = _BASIS.findall(evidence or "")
+    if decided:
+        found = [f for f in found if int(f[0]) >= MIN_SEEDS] or found
     if not found:
         return "", "", "", False
     ns = sorted({int(n) for n, _, _ in found})
@@ -191,7 +195,7 @@ def summary_section(papers: list[Paper]) -> list[str]:
         rows = []
         for c in (c for c in p.claims if c not in aside):
             where = f" [{c['artifact']}]" if c.get("artifact") else ""
-            n, d, spread, several = basis_parts(c.get("evidence", ""))
+            n, d, spread, several = basis_parts(c.get("evidence", ""), c["verdict"] in (HOLDS, DOES_NOT_HOLD, WITHIN))
             rows.append(" & ".join([escape_latex(f"{c['claim']}{where}"),
                                     r"\textbf{" + escape_latex(verdict_label(c["verdict"], c.get("reason"))) + "}",
                                     n, escape_latex(d + ("*" if several else "")), escape_latex(spread)]) + r" \\")
