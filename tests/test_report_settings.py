@@ -46,3 +46,10 @@ def test_the_book_sets_each_papers_settings_in_its_appendix(tmp_path):
     paper = book.Paper("p", tmp_path / "papers" / "p", "P: a paper")
     lines = "\n".join(book.settings_appendix([paper, book.Paper("q", tmp_path / "q", "Q: none")]))
     assert r"\subsection*{P}" in lines and "profile & cpu" in lines and "Q" not in lines.split("Appendix")[-1]
+
+
+def test_a_figure_caption_names_our_profile_and_datasets(tmp_path):
+    """Issue 74: a figure's caption names our setting before the paper's (which may differ)."""
+    write(tmp_path, [("profile", "cpu"), ("runs (params)", "datasets fmnist, mnist; splits dir0.3; seeds 0, 1, 2")])
+    assert book._our_setting(tmp_path) == "; profile cpu, datasets fmnist, mnist"
+    assert book._our_setting(tmp_path / "none") == ""

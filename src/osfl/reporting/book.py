@@ -30,6 +30,7 @@ from ..discover import display_name, papers as discovered_papers
 from ..provenance.lineage import AGREE, check as lineage
 from .published import load_artifacts
 from .runs import NOT_DRAWN
+from .settings import read as read_settings
 from .layout import Notes, drop_unrun_columns, drop_unrun_rows, figure_width, fit_table, short_caption
 from .spread import DOES_NOT_HOLD, HOLDS, MIN_SEEDS, NOT_RUN, NOT_TESTABLE, VERDICTS, WITHIN, count_verdicts, verdict_label
 from .tables import escape_latex
@@ -231,6 +232,15 @@ def lineage_section(folders: list[Path]) -> list[str]:
     return lines + [r"\end{itemize}"]
 
 
+def _our_setting(reports: Path) -> str:
+    """``"; profile cpu, datasets fmnist, mnist"``: our profile and datasets from the paper's settings table
+    (:func:`.settings.read`), so that a figure's caption names ours before the paper's; "" where it has none."""
+    rows = dict(read_settings(reports))
+    datasets = next((part for part in rows.get("runs (params)", "").split("; ") if part.startswith("datasets ")), "")
+    text = ", ".join(x for x in (f"profile {rows['profile']}" if rows.get("profile") else "", datasets) if x)
+    return f"; {text}" if text else ""
+
+
 def paper_section(p: Paper, build: Path) -> list[str]:
     """One paper: the state of every artifact, then its rendered tables and figures in the paper's order."""
     lines = [r"\clearpage", r"\section{" + escape_latex(p.title) + "}",
@@ -257,8 +267,8 @@ def paper_section(p: Paper, build: Path) -> list[str]:
                 lines.append(body)
         elif a.kind == "figure" and pdf.is_file() and not p.status.get(a.id, "not run").startswith(NOT_DRAWN):
             lines += _figure(pdf, build / f"{p.key}-{a.id}.pdf",
-                             f"{a.label}, ours ({a.id}.pdf): {p.status[a.id]}. The paper's own setting, which "
-                             f"ours may not share: {a.caption}", "0.6")
+                             f"{a.label}, ours ({a.id}.pdf{_our_setting(reports)}): {p.status[a.id]}. The paper's "
+                             f"own setting, which ours may not share: {a.caption}", "0.6")
     for k in extra:
         body = _table((reports / f"{k}.tex").read_text(encoding="utf-8"), notes, escape_latex(k))
         if body is not None:
@@ -295,12 +305,10 @@ def benchmark_section(folder: Path, build: Path) -> list[str]:
 def settings_appendix(papers: list[Paper]) -> list[str]:
     """One table per paper of the settings behind its runs (profile, reductions with reasons, guards, input
     preparation, precision, the grid, the machines: ``reports/settings.json``, :mod:`.settings`)."""
-    from .settings import read
-
     lines = [r"\clearpage", r"\section*{Appendix: the settings of each paper's runs}",
              r"\addcontentsline{toc}{section}{Appendix: the settings of each paper's runs}"]
     for p in papers:
-        found = read(p.folder / "reports")
+        found = read_settings(p.folder / "reports")
         if not found:
             continue
         lines += [r"\subsection*{" + escape_latex(p.name) + "}", r"{\small", r"\begin{longtable}{p{3.6cm}p{13cm}}",
