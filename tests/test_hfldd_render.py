@@ -182,3 +182,23 @@ def test_topology_graph_follows_the_clustering():
     assert g.number_of_nodes() == 101 and g.degree("S") == 10
     assert all(g.degree(h) == 10 for h in headers)  # the server and nine members
     assert {g.nodes[c]["homogeneous"] for c in hetero[3]} == set(range(10))  # one client of every label group
+
+
+def test_k_robustness_compares_the_k_points_on_the_seeds_they_share():
+    """The main run (K = 10) may have more seeds than the sweep's points: the range over K uses the seeds every K ran
+    on (here seed 0), not a 3-seed mean beside 1-seed points."""
+    import pandas as pd
+    from osfl.papers.hfldd.claims import k_robustness
+
+    def rec(acc):
+        return {"acc_final": acc, "curve": [{"round": 1, "test_acc": acc - 1.0}, {"round": 2, "test_acc": acc}],
+                "rounds_run": 2}
+
+    clients = {"local_acc_mean": 60.0, "per_client": [{"client": k, "local_test_acc": 60.0 + k % 3} for k in range(9)]}
+    runs = {("fmnist", 2): [
+        {"seed": 0, "C": 2, "clients": clients, "rounds": {"hfldd": rec(80.0)},
+         "ksweep": {5: rec(80.5), 6: rec(79.5), 7: rec(80.0)}},
+        *({"seed": s, "C": 2, "clients": clients, "rounds": {"hfldd": rec(60.0)}, "ksweep": {}} for s in (1, 2))]}
+    paper = pd.DataFrame({5: [98.0], 6: [97.0], 10: [98.5]}, index=["MNIST (C = 2)"])
+    [(claim, verdict)] = k_robustness({"clustering": {"K": 10}}, runs, paper)
+    assert "K = 10: 80.00" in verdict.evidence and "range 1.00" in verdict.evidence, verdict.evidence
