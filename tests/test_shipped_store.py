@@ -90,6 +90,13 @@ NOT_SHIPPED_PATHS = {  # (project, path pattern, fnmatch): why the cached output
     ("papers/ofeded", "models/mnist-*"): "MNIST runs' client and global models, distilled sets: over the cap",
     ("papers/ofeded", "data/partitions/mnist-*"): "MNIST runs' partitions: seconds to recompute, their models do not ship",
     ("papers/ofeded", "models/fmnist-dir0.3-s1/global/coboost-dense"): "a global model added at the cap (0.1 MiB)",
+    # HFLDD's seeds 1 and 2 (Fashion-MNIST C = 1, 2; 2026-12-07): the store is at its cap; their records, clusterings,
+    # curves and runtime records ship, so every table and verdict renders from a fresh clone
+    **{("papers/hfldd", f"{where}/*-s{seed}{tail}"): f"seed {seed}'s {what}: the store is at its cap"
+       for seed in HFLDD_SEEDS if seed for where, tail, what in (
+           ("data/partitions", "/*", "partitions (0.35 MB each, seconds to recompute)"),
+           ("results", "/kl_matrix.npy", "KL matrices (clustering.json, in git, holds each clustering)"),
+           ("models", "/*", "rounds checkpoints (resumed only for a larger T)"))},
 }
 
 
