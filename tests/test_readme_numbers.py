@@ -1,7 +1,8 @@
 """The per-run numbers the README quotes are the committed runs' own: OFedED's Table 1 line (README, "### OFedED")
 names the columns in params' order and gives, per α, each column's seed-0 final accuracy as its run record has it,
-"failed guard" for a run that failed a regime guard and "—" for a run not made. A re-run that changes a number
-fails here until the README says the new one."""
+"failed guard" for a run that failed a regime guard and "—" for a run not made; HFLDD's table of final accuracies
+(papers/hfldd/README.md) gives each cell over the seeds that ran. A re-run that changes a number fails here until
+the README says the new one."""
 import json
 import re
 from pathlib import Path
@@ -41,3 +42,34 @@ def test_ofeded_table1_line_quotes_the_committed_seed0_runs():
         got = [c.strip() for c in cells.strip().rstrip(".").split(", ")]
         want = [_cell(f"dir{alpha}", c["id"]) for c in cols]
         assert got == want, (alpha, got, want)
+
+
+HFLDD = ROOT / "papers" / "hfldd"
+HFLDD_COLUMNS = ("hfldd", "fedavg", "fedseq", "cl")
+
+
+def _hfldd_cell(dataset: str, c: int, method: str) -> str:
+    """A cell of HFLDD's README table: the final accuracy over the seeds whose record exists (mean ± sample std
+    (n = k) for two or more), "not run yet" for none."""
+    import statistics
+
+    vals = [json.loads(f.read_text())["acc_final"]
+            for seed in paper_params("hfldd")["seeds"]
+            if (f := HFLDD / "results" / f"{dataset}-c{c}-s{seed}" / "rounds" / f"{method}.json").is_file()]
+    if not vals:
+        return "not run yet"
+    if len(vals) == 1:
+        return f"{vals[0]:.2f}"
+    return f"{statistics.fmean(vals):.2f} ± {statistics.stdev(vals):.2f} (n = {len(vals)})"
+
+
+def test_hfldd_readme_table_quotes_the_committed_runs():
+    """papers/hfldd/README.md's table of final accuracies (C, dataset, HFLDD, FedAvg, FedSeq, CL, the paper's) is the
+    committed rounds records' (it once said "MNIST C = 1 has not run yet" after it had)."""
+    rows = [line.split("|")[1:-1] for line in (HFLDD / "README.md").read_text().splitlines()
+            if re.match(r"\| \d+ \| (MNIST|Fashion-MNIST) \|", line)]
+    assert len(rows) >= 6, rows
+    for cells in rows:
+        c, dataset = int(cells[0]), {"MNIST": "mnist", "Fashion-MNIST": "fmnist"}[cells[1].strip()]
+        got = [x.strip() for x in cells[2:6]]
+        assert got == [_hfldd_cell(dataset, c, m) for m in HFLDD_COLUMNS], (c, dataset, got)
