@@ -10,6 +10,7 @@ from pathlib import Path
 from helpers import paper_params
 from osfl.cpu_profile import passed
 from osfl.reporting.runs import run_name
+from osfl.reporting.spread import format_spread
 
 ROOT = Path(__file__).resolve().parents[1]
 OFEDED = ROOT / "papers" / "ofeded"
@@ -49,18 +50,12 @@ HFLDD_COLUMNS = ("hfldd", "fedavg", "fedseq", "cl")
 
 
 def _hfldd_cell(dataset: str, c: int, method: str) -> str:
-    """A cell of HFLDD's README table: the final accuracy over the seeds whose record exists (mean ± sample std
-    (n = k) for two or more), "not run yet" for none."""
-    import statistics
-
+    """A cell of HFLDD's README table: the final accuracy over the seeds whose record exists, as the reports write it
+    (:func:`osfl.reporting.spread.format_spread`: mean ± sample std (n=k) for two or more), "not run yet" for none."""
     vals = [json.loads(f.read_text())["acc_final"]
             for seed in paper_params("hfldd")["seeds"]
             if (f := HFLDD / "results" / f"{dataset}-c{c}-s{seed}" / "rounds" / f"{method}.json").is_file()]
-    if not vals:
-        return "not run yet"
-    if len(vals) == 1:
-        return f"{vals[0]:.2f}"
-    return f"{statistics.fmean(vals):.2f} ± {statistics.stdev(vals):.2f} (n = {len(vals)})"
+    return format_spread(vals) if vals else "not run yet"
 
 
 def test_hfldd_readme_table_quotes_the_committed_runs():

@@ -259,6 +259,7 @@ def paper_section(p: Paper, build: Path) -> list[str]:
     lines += [f"{escape_latex(k)} & ours & {escape_latex(p.status[k])}" + r" \\" for k in extra]
     lines += [r"\bottomrule", r"\end{tabular}}", r"\end{center}"]
     notes = Notes()  # the tables' long settings notes, once each, at the section's end
+    ours = _our_setting(reports)  # read once: every figure's caption names it
     for a in p.artifacts:
         tex, pdf = reports / f"{a.id}.tex", reports / f"{a.id}.pdf"
         if a.kind == "table" and tex.is_file():
@@ -267,7 +268,7 @@ def paper_section(p: Paper, build: Path) -> list[str]:
                 lines.append(body)
         elif a.kind == "figure" and pdf.is_file() and not p.status.get(a.id, "not run").startswith(NOT_DRAWN):
             lines += _figure(pdf, build / f"{p.key}-{a.id}.pdf",
-                             f"{a.label}, ours ({a.id}.pdf{_our_setting(reports)}): {p.status[a.id]}. The paper's "
+                             f"{a.label}, ours ({a.id}.pdf{ours}): {p.status[a.id]}. The paper's "
                              f"own setting, which ours may not share: {a.caption}", "0.6")
     for k in extra:
         body = _table((reports / f"{k}.tex").read_text(encoding="utf-8"), notes, escape_latex(k))
