@@ -157,6 +157,28 @@ def test_a_cached_output_git_tracks_fails_before_anything_runs(repo, tmp_path):
     assert not (repo / "proj" / "record.json").exists()  # nothing ran
 
 
+def test_a_step_that_would_resume_from_its_recorded_checkpoint_fails_before_anything_runs(repo, tmp_path):
+    """A rounds stage resumes from its persistent checkpoint; restored by ``dvc checkout`` it is the recorded end, so
+    a "run" would redo nothing and be committed as one. A partial checkpoint (a killed run's) still resumes."""
+    pipeline = yaml.safe_load((repo / "proj" / "dvc.yaml").read_text())
+    pipeline["stages"]["rounds"] = {  # appends a round to the checkpoint; its record says how many it ran
+        "deps": ["in.txt"], "outs": [{"ckpt.txt": {"persist": True}}, {"ran.txt": {"cache": False}}],
+        "cmd": "python -c \"import os; old = open('ckpt.txt').read() if os.path.exists('ckpt.txt') else ''; "
+               "open('ckpt.txt', 'w').write(old + 'r'); open('ran.txt', 'w').write(str(len(old)))\""}
+    (repo / "proj" / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
+    sh("dvc", "repro", "-q", "rounds", cwd=repo / "proj")
+    (repo / "proj" / "in.txt").write_text("new weights")  # the stage is stale; its checkpoint is the recorded one
+    step = Step("proj", "rounds", 0.1)
+    with pytest.raises(ConfigError, match=r"^outs: proj/ckpt.txt holds the checkpoint dvc.lock records for "
+                                          r"proj:rounds.*rm -r proj/ckpt.txt"):
+        run(repo, [step], 1.0, tmp_path / "out", progress=lambda _: None)
+    assert (repo / "proj" / "ran.txt").read_text() == "0"  # nothing ran
+    (repo / "proj" / "ckpt.txt").write_text("a killed run's")  # not the recorded one: it resumes
+    assert run(repo, [step], 1.0, tmp_path / "out", progress=lambda _: None)[0].state == "finished"
+    (repo / "proj" / "ckpt.txt").unlink()
+    assert run(repo, [step], 1.0, tmp_path / "out2", progress=lambda _: None)[0].state == "done"
+
+
 def test_a_dvc_command_waits_while_another_dvc_process_holds_the_lock(monkeypatch, tmp_path):
     import subprocess
 

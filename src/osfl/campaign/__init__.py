@@ -23,7 +23,9 @@ A later lending resumes: a step whose lock entry matches its dependencies and co
 queue run in several slots runs each stage once. A step with ``rerun: true`` is done only when its outputs are here
 as well: the way to remake cached outputs that a committed run kept nowhere. A stage stopped at the deadline starts
 again in the next slot (stages do not checkpoint inside; a step's ``minutes`` is its estimate, and a step that would
-not fit in what is left is not started).
+not fit in what is left is not started). A round stage whose persistent checkpoint is the one dvc.lock records (as
+``dvc checkout`` restores it) would resume at its recorded end and redo nothing: ``run`` refuses the queue before
+anything starts and names the checkpoint to delete; a killed run's partial checkpoint still resumes.
 
 One module per job: :mod:`.steps` (the queue file, a step, an outcome), :mod:`.projects` (the DVC projects, lock
 entries, ``dvc`` retried while another process holds a project's lock), :mod:`.estimates` (``queue``: a re-record's

@@ -55,10 +55,16 @@ class _Projects:
         return list(self._stages[project])
 
     def info(self, step: Step) -> dict:
-        """The step's ``cmd``, ``wdir``, ``deps``, ``outs`` and ``cached`` outputs (absolute paths)."""
+        """The step's ``cmd``, ``wdir``, ``deps``, ``outs`` and ``cached`` outputs (absolute paths), and ``resumed``:
+        its persistent outputs (a rounds checkpoint) that are here and hold exactly what dvc.lock records, from which
+        the stage would resume at its recorded end and redo nothing (``dvc checkout`` restores them)."""
         stage = self.stage(step)
+        with _project_lock(self._repos[step.project]):
+            resumed = [o.fs_path for o in stage.outs if o.persist and o.hash_info and o.exists
+                       and not o.changed_checksum()]
         return {"cmd": stage.cmd, "wdir": stage.wdir, "deps": [d.fs_path for d in stage.deps],
-                "outs": [o.fs_path for o in stage.outs], "cached": [o.fs_path for o in stage.outs if o.use_cache]}
+                "outs": [o.fs_path for o in stage.outs], "cached": [o.fs_path for o in stage.outs if o.use_cache],
+                "resumed": resumed}
 
     def done(self, step: Step) -> bool:
         """The stage has a lock entry and it matches its command, dependencies and outputs (frozen or not; cached

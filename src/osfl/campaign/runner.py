@@ -33,6 +33,7 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
                 todo.append(step)
         resolved = {step.key: projects.info(step) for step in todo}
     _refuse_git_tracked(root, resolved)
+    _refuse_recorded_checkpoint(root, resolved)
     upstream = _upstream(resolved)
     running: dict[str, tuple[subprocess.Popen, float, object]] = {}  # key -> (process, start, its log file)
     exited: list[tuple[Step, float]] = []  # finished commands whose stage is still to be committed and packed
@@ -125,6 +126,16 @@ def _refuse_git_tracked(root: Path, resolved: dict[str, dict]) -> None:
                                   f"`git rm -r --cached {first}` (and commit) before the slot")
 
 
+def _refuse_recorded_checkpoint(root: Path, resolved: dict[str, dict]) -> None:
+    """Fail before anything runs when a step's persistent output is the one dvc.lock records: the stage would resume
+    from its own recorded end, redo nothing, and be committed as a run (a session once "ran" a 100-round FedAvg in
+    3 s so, from a checkpoint ``dvc checkout`` had restored). A partial checkpoint, a killed run's, is not refused."""
+    for key, info in resolved.items():
+        if info.get("resumed"):
+            rel = Path(info["resumed"][0]).relative_to(root)
+            raise ConfigError("outs", f"{rel} holds the checkpoint dvc.lock records for {key}, so the step would "
+                                      f"resume at its recorded end and run nothing: `rm -r {rel}` to run it from "
+                                      f"the start, or take the step out of the queue")
 
 
 def _collect(root: Path, step: Step, info: dict, seconds: float, max_mib: float) -> Outcome:
