@@ -75,3 +75,30 @@ def test_a_record_that_differs_only_in_its_seconds_and_host_counts_as_the_same(t
     assert verify.timing_only(work, "results/r/runtime/x.json", "0" * 32)  # the seconds-and-host record itself
     (work / "runs" / "x.json").write_text(json.dumps({**record, "acc_final": 81.3}))
     assert not verify.timing_only(work, "runs/x.json", "0" * 32)
+
+
+def test_a_refactor_is_checked_against_the_records_or_against_the_base_revision_s_code(tmp_path, capsys):
+    """Check 2 of docs/rerecord.md: stages stale only in their code re-run under the new code and compare with the
+    records (--code-changed) or with a run of the base revision's code on this machine (--base REV)."""
+    work = _project(tmp_path)
+    base = subprocess.run(["git", "rev-parse", "HEAD"], cwd=work, capture_output=True, text=True).stdout.strip()
+    commit = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam"]
+    (work / "step.py").write_text(STEP.replace("str(sum(", "str(sum(  ") + "  # a refactor\n")
+    sh(*commit, "refactor", cwd=work)
+    assert verify.main([str(work), "--sample", "2"]) == 1
+    assert "not checkable (2): stale" in capsys.readouterr().out
+    assert verify.main([str(work), "--sample", "2", "--code-changed"]) == 0
+    assert "2 identical" in capsys.readouterr().out
+    assert verify.main([str(work), "--sample", "2", "--base", base]) == 0
+    out = capsys.readouterr().out
+    assert "byte for byte as" in out and "2 identical" in out
+    # an edit that changes what the stage computes: both checks catch it, and the checkout is put back
+    (work / "step.py").write_text(STEP.replace("str(sum(", "str(1 + sum(") + "\n")
+    sh(*commit, "not a refactor", cwd=work)
+    assert verify.main([str(work), "--stages", "total", "--base", base]) == 1
+    assert "differs          total" in capsys.readouterr().out
+    assert verify.main([str(work), "--stages", "total", "--code-changed"]) == 1
+    assert (work / "total.txt").read_text() == "6"
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=work, capture_output=True, text=True).stdout == ""
+    assert "osfl-verify-base" not in subprocess.run(["git", "worktree", "list"], cwd=work, capture_output=True,
+                                                     text=True).stdout

@@ -16,10 +16,22 @@ of ``.pt`` files, ``.tsv``/``.csv`` numbers): "within tolerance" when every numb
 The check leaves the checkout as it found it: dvc.lock and git's index are put back, and a stage's outputs are moved
 aside before its re-run (a persistent checkpoint would otherwise turn it into a resume) and back after, unless they
 came out as recorded.
+
+Recording a refactor (docs/rerecord.md, check 2) re-runs stages whose only change is their code:
+
+    python -m osfl.provenance.verify papers/hfldd --code-changed --stages 'kip@*'   # against the records
+    python -m osfl.provenance.verify papers/hfldd --base d44fa37 --stages 'kip@*'   # against REV's code, here
+
+``--code-changed`` also draws the stages that are stale only because a code file they import changed, and compares
+their re-run under the working tree's code with the records. Records made on another kind of CPU cannot match byte
+for byte (float sums in another order), so ``--base REV`` compares with a second re-run instead: the same stage run
+with REV's code (a git worktree of REV, its data inputs linked from this checkout) on this machine. Identical bytes
+then show that the edit changed nothing the stage computes, whatever machine made the records.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -60,8 +72,13 @@ def _dvc(args: list[str], cwd: Path, check: bool = True) -> subprocess.Completed
     return p
 
 
-def _why_not(entry: list) -> str | None:
-    """Why a stage ``dvc status`` lists cannot be checked, or None when only its outputs are missing or differ."""
+def _is_code(path: str) -> bool:
+    return "src/osfl" in path or path.endswith(".py")
+
+
+def _why_not(entry: list, code_changed: bool = False) -> str | None:
+    """Why a stage ``dvc status`` lists cannot be checked, or None when only its outputs are missing or differ (or,
+    with ``code_changed``, when besides them only code files it depends on changed: a refactor to check)."""
     for item in entry:
         if isinstance(item, str):
             return "frozen or always changed" if "frozen" in item or "always" in item else f"dvc status: {item}"
@@ -69,8 +86,8 @@ def _why_not(entry: list) -> str | None:
             deps = item["changed deps"]
             changed = sorted(p for p, s in deps.items() if s != "deleted")
             gone = sorted(p for p, s in deps.items() if s == "deleted")
-            if changed:
-                code = [p for p in changed if "src/osfl" in p]
+            if changed and not (code_changed and not gone and all(_is_code(p) for p in changed)):
+                code = [p for p in changed if _is_code(p)]
                 what = (f"{len(code)} code dep(s) changed since it ran" if code else
                         f"dependency changed since it ran: {', '.join(changed[:3])}")
                 return f"stale: {what} (re-run it)"
@@ -81,8 +98,9 @@ def _why_not(entry: list) -> str | None:
     return None
 
 
-def candidates(project: Path) -> tuple[list[str], dict[str, str]]:
-    """(stages that can be checked, stage -> why not) for the stages dvc.lock records."""
+def candidates(project: Path, code_changed: bool = False) -> tuple[list[str], dict[str, str]]:
+    """(stages that can be checked, stage -> why not) for the stages dvc.lock records (``code_changed``: stages stale
+    only in their code count as checkable)."""
     lock = locked_stages(project)
     status = json.loads(_dvc(["status", "--json"], project).stdout or "{}")
     ok, skipped = [], {}
@@ -92,7 +110,7 @@ def candidates(project: Path) -> tuple[list[str], dict[str, str]]:
         if template in frozen or name in frozen:
             skipped[name] = "frozen (its outputs came from elsewhere, e.g. a lent GPU)"
             continue
-        why = _why_not(status.get(name, []))
+        why = _why_not(status.get(name, []), code_changed)
         if why:
             skipped[name] = why
         else:
@@ -205,9 +223,23 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
     was. Its outputs are moved aside first (so a persistent checkpoint does not turn the re-run into a resume) and
     moved back after, unless they came out as recorded, seconds included: then the new ones stay, and the stages
     that read them can be checked next. Nothing that was there is lost."""
+    with _aside(project, name) as (recorded, keep):
+        check = _rerun(project, name, recorded, rtol, atol)
+        keep[0] = check.status == "identical" and not check.timings
+        said = machine.note(keep[1]) if keep[1] and check.status != "identical" else ""
+        if said:
+            check.detail += f" [{said}]"
+        return check
+
+
+@contextlib.contextmanager
+def _aside(project: Path, name: str):
+    """The stage's recorded outputs moved aside for a re-run in place; yields (recorded outputs: path -> md5, [keep,
+    the recorded runtime block]). Afterwards dvc.lock and git's index are put back, and the recorded outputs too unless
+    ``keep[0]`` was set (the re-run gave them, seconds included)."""
     lock_text = (project / "dvc.lock").read_text()
     recorded = _outs(locked_stages(project)[name])
-    ran_on = _recorded_runtime(project, recorded)
+    keep = [False, _recorded_runtime(project, recorded)]
     staged = _staged(project)
     (project / ".dvc" / "tmp").mkdir(parents=True, exist_ok=True)
     aside = Path(tempfile.mkdtemp(prefix="verify-", dir=project / ".dvc" / "tmp"))  # same file system: renames
@@ -215,24 +247,125 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
         if (project / path).exists():
             (aside / path).parent.mkdir(parents=True, exist_ok=True)
             (project / path).rename(aside / path)
-    check = None
     try:
-        check = _rerun(project, name, recorded, rtol, atol)
-        said = machine.note(ran_on) if ran_on and check.status != "identical" else ""
-        if said:
-            check.detail += f" [{said}]"
-        return check
+        yield recorded, keep
     finally:
         (project / "dvc.lock").write_text(lock_text)
         added = sorted(_staged(project) - staged)  # DVC's autostage (core.autostage) adds what it wrote to git's index
         if added:
             subprocess.run(["git", "reset", "-q", "--", *added], cwd=_git_root(project), capture_output=True)
-        if check is None or check.status != "identical" or check.timings:  # the recorded outputs back
+        if not keep[0]:  # the recorded outputs back
             for path in recorded:
                 _remove(project / path)
                 if (aside / path).exists():
                     (aside / path).rename(project / path)
         shutil.rmtree(aside, ignore_errors=True)
+
+
+def check_against_base(project: Path, name: str, base: str, rtol: float, atol: float) -> Check:
+    """Re-run ``name`` in place with the working tree's code and in a git worktree of ``base`` with that revision's
+    code (its data inputs linked from this checkout), both on this machine, and compare the two runs' outputs; then
+    put the checkout back as it was (the recorded outputs, dvc.lock, git's index)."""
+    entry = locked_stages(project)[name]
+    with _aside(project, name) as (recorded, _):
+        t0 = time.perf_counter()
+        run = _dvc(["repro", "--force", "--single-item", name], project, check=False)
+        seconds = time.perf_counter() - t0
+        if run.returncode != 0:
+            return Check(name, "not checked", "the re-run with this code failed: "
+                         + (run.stdout + run.stderr).strip()[-300:], seconds)
+        with _base_worktree(project, base) as (wt, wproj):
+            failed, base_seconds = _run_in(wt, wproj, project, entry)
+            if failed:
+                return Check(name, "not checked", f"the run with {base}'s code failed: {failed}", seconds)
+            differ, close, timings = [], True, []
+            for path in recorded:
+                same, why = compare_runs(wproj / path, project / path, path, rtol, atol)
+                if same == "timings":
+                    timings.append(path)
+                elif same != "identical":
+                    close &= same == "within tolerance"
+                    differ.append(why)
+    took = seconds + base_seconds
+    if differ:
+        return Check(name, "within tolerance" if close else "differs", f"against {base}'s code: " + "; ".join(differ),
+                     took)
+    return Check(name, "identical", f"{len(recorded)} output(s) byte for byte as {base}'s code writes them here"
+                 + (f" but for {len(timings)} that differ only in seconds and host" if timings else ""), took,
+                 tuple(timings))
+
+
+@contextlib.contextmanager
+def _base_worktree(project: Path, base: str):
+    """A detached git worktree of ``base`` in a scratch folder; yields (the worktree, the project's folder in it)."""
+    root = _git_root(project)
+    wt = Path(tempfile.mkdtemp(prefix="osfl-verify-base-"))
+    added = subprocess.run(["git", "worktree", "add", "-q", "--detach", str(wt), base], cwd=root, capture_output=True,
+                           text=True)
+    if added.returncode != 0:
+        shutil.rmtree(wt, ignore_errors=True)
+        raise RuntimeError(f"base: git worktree add {base} failed: {added.stderr.strip()[-300:]}")
+    try:
+        yield wt, wt / project.resolve().relative_to(root.resolve())
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=root, capture_output=True)
+        shutil.rmtree(wt, ignore_errors=True)
+
+
+def _run_in(wt: Path, wproj: Path, project: Path, entry: dict) -> tuple[str, float]:
+    """Run a lock entry's command in ``wproj`` (worktree ``wt``'s copy of ``project``) with ``wt/src`` first on the
+    import path: every dependency the worktree lacks (data, models: what git does not track) is linked from
+    ``project``; code and params are the revision's. Returns (why it failed or "", seconds)."""
+    from osfl.farm.worker import dvc_env
+
+    for out in entry.get("outs", []):  # as DVC does before a run; a persistent checkpoint too (a run from scratch)
+        _remove(wproj / out["path"])
+    for dep in entry.get("deps", []):
+        target = Path(os.path.normpath(wproj / dep["path"]))
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(Path(os.path.normpath(project / dep["path"])).resolve())
+    for out in entry.get("outs", []):  # never write through a link into this checkout
+        inside = Path(os.path.normpath(wproj / out["path"]))
+        if any(q.is_symlink() for q in [inside, *inside.parents] if wt in q.parents or q == wt):
+            return f"{out['path']} lies in a linked input", 0.0
+    env = dvc_env()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(wt / "src"), env.get("PYTHONPATH", "")]))
+    cmd = entry["cmd"] if isinstance(entry["cmd"], str) else " && ".join(entry["cmd"])
+    t0 = time.perf_counter()
+    done = subprocess.run(cmd, shell=True, cwd=wproj, capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - t0
+    return ("" if done.returncode == 0 else (done.stdout + done.stderr).strip()[-300:]), seconds
+
+
+def compare_runs(old: Path, new: Path, name: str, rtol: float, atol: float) -> tuple[str, str]:
+    """Two runs' copies of an output (a file or a folder): ("identical" | "timings" | "within tolerance" |
+    "differs", what differs). "timings": they differ only in seconds and host (a runtime/ record, or a JSON record
+    equal without its timings)."""
+    pairs = [(name, old, new)] if old.is_file() or new.is_file() else [
+        (f"{name}/{rel}", old / rel, new / rel)
+        for rel in sorted({p.relative_to(old) for p in old.rglob("*") if p.is_file()}
+                          | {p.relative_to(new) for p in new.rglob("*") if p.is_file()})]
+    verdict, worst = "identical", 0.0
+    for label, a, b in pairs:
+        if not a.is_file() or not b.is_file():
+            return "differs", f"{label} was written by one run only"
+        if a.read_bytes() == b.read_bytes():
+            continue
+        if "runtime" in Path(label).parts or (b.suffix == ".json" and _without_timings(json.loads(a.read_text()))
+                                              == _without_timings(json.loads(b.read_text()))):
+            verdict = "timings" if verdict == "identical" else verdict
+            continue
+        x, y = _numbers(a, b.suffix), _numbers(b, b.suffix)
+        if x is None or y is None or len(x) != len(y):
+            return "differs", f"{label} differs (not comparable by value)"
+        for u, v in zip(x, y):
+            d = abs(u - v)
+            worst = max(worst, d if not math.isnan(d) else math.inf)
+            if not (math.isclose(u, v, rel_tol=rtol, abs_tol=atol) or (math.isnan(u) and math.isnan(v))):
+                return "differs", f"{label} differs by value (|{u:.6g} - {v:.6g}| = {d:.3g})"
+        verdict = "within tolerance"
+    return verdict, (f"{name}: largest difference {worst:.3g}" if verdict == "within tolerance" else "")
 
 
 def _recorded_runtime(project: Path, recorded: dict[str, str]) -> dict:
@@ -319,6 +452,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--stages", default="", help="only stages matching these glob patterns (comma-separated)")
     p.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance of a comparison by value")
     p.add_argument("--atol", type=float, default=1e-6, help="absolute tolerance of a comparison by value")
+    p.add_argument("--code-changed", action="store_true",
+                   help="also check stages stale only in their code (a refactor's check 2, against the records)")
+    p.add_argument("--base", default="", metavar="REV",
+                   help="compare with a re-run under REV's code on this machine instead of the records (implies "
+                        "--code-changed): a refactor's check 2 where the records came from another kind of CPU")
     args = p.parse_args(argv)
     project = args.project.resolve()
     if not (project / "dvc.yaml").is_file():
@@ -339,7 +477,7 @@ def main(argv: list[str] | None = None) -> int:
     # one stage at a time: a stage whose outputs came out as recorded stays in place, so the stages that read them
     # become checkable in the next draw (prepare -> partition -> train ...)
     while len(checks) < args.sample:
-        ok, skipped = candidates(project)
+        ok, skipped = candidates(project, args.code_changed or bool(args.base))
         first = first or (len(ok), len(ok) + len(skipped))
         done = {c.stage for c in checks}
         pool = [s for s in ok if s not in done and (not pats or any(fnmatch.fnmatch(s, pat) for pat in pats))]
@@ -349,12 +487,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"verify {args.project}: {first[0]} of {first[1]} recorded stages can be checked now (more as their "
                   f"inputs are recomputed); re-running up to {args.sample}, drawn with seed {args.seed}, on "
                   f"{here['cpu']} ({here['cpu_capability']})", flush=True)
-        c = check_stage(project, rng.choice(sorted(pool)), args.rtol, args.atol)
+        drawn = rng.choice(sorted(pool))
+        c = (check_against_base(project, drawn, args.base, args.rtol, args.atol) if args.base else
+             check_stage(project, drawn, args.rtol, args.atol))
         checks.append(c)
         print(f"  {c.status:16s} {c.stage} ({c.seconds:.0f} s): {c.detail}", flush=True)
     done = {c.stage for c in checks}
     skipped = {k: v for k, v in skipped.items() if k not in done}
-    skipped.update({k: "checkable, not drawn" for k in candidates(project)[0] if k not in done} if checks else {})
+    skipped.update({k: "checkable, not drawn" for k in candidates(project, args.code_changed or bool(args.base))[0]
+                    if k not in done} if checks else {})
     reasons: dict[str, list[str]] = {}
     for name, why in skipped.items():
         key = ("stale: its code, params or inputs changed since it ran (re-run it)" if why.startswith("stale") else
