@@ -179,6 +179,22 @@ def test_a_step_that_would_resume_from_its_recorded_checkpoint_fails_before_anyt
     assert run(repo, [step], 1.0, tmp_path / "out2", progress=lambda _: None)[0].state == "done"
 
 
+def test_a_step_whose_input_is_neither_here_nor_made_by_the_queue_fails_before_anything_runs(repo, tmp_path):
+    """A current upstream stage whose outputs were never checked out: its readers would fail minutes in, taking their
+    own readers along. The campaign names the missing input and the stage that makes it, before anything runs."""
+    pipeline = yaml.safe_load((repo / "proj" / "dvc.yaml").read_text())
+    pipeline["stages"]["reads"] = {"deps": ["n.txt"], "outs": ["m.txt"], "cmd": "cp n.txt m.txt"}
+    (repo / "proj" / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
+    sh("dvc", "repro", "-q", "never", cwd=repo / "proj")  # recorded, then its output gone from the workspace
+    (repo / "proj" / "n.txt").unlink()
+    with pytest.raises(ConfigError, match=r"^deps: proj/n.txt, read by proj:reads, is not here and no step of the "
+                                          r"queue writes it: `dvc checkout never`"):
+        run(repo, [Step("proj", "reads", 0.1)], 1.0, tmp_path / "out", progress=lambda _: None)
+    got = run(repo, [Step("proj", "never", 0.1, rerun=True), Step("proj", "reads", 0.1)], 1.0, tmp_path / "out2",
+              progress=lambda _: None)
+    assert [o.state for o in got] == ["finished", "finished"] and (repo / "proj" / "m.txt").read_text() == "x\n"
+
+
 def test_a_dvc_command_waits_while_another_dvc_process_holds_the_lock(monkeypatch, tmp_path):
     import subprocess
 

@@ -25,7 +25,9 @@ as well: the way to remake cached outputs that a committed run kept nowhere. A s
 again in the next slot (stages do not checkpoint inside; a step's ``minutes`` is its estimate, and a step that would
 not fit in what is left is not started). A round stage whose persistent checkpoint is the one dvc.lock records (as
 ``dvc checkout`` restores it) would resume at its recorded end and redo nothing: ``run`` refuses the queue before
-anything starts and names the checkpoint to delete; a killed run's partial checkpoint still resumes.
+anything starts and names the checkpoint to delete; a killed run's partial checkpoint still resumes. A step that
+reads a path which is not here and which no queued step writes (a current upstream stage never checked out) is
+refused the same way, naming the stage that makes it.
 
 One module per job: :mod:`.steps` (the queue file, a step, an outcome), :mod:`.projects` (the DVC projects, lock
 entries, ``dvc`` retried while another process holds a project's lock), :mod:`.estimates` (``queue``: a re-record's

@@ -54,6 +54,11 @@ class _Projects:
         self._load(project)
         return list(self._stages[project])
 
+    def locked(self, project: str) -> dict:
+        """``project``'s dvc.lock stages (name -> entry), read once."""
+        self._load(project)
+        return self._locks[project]
+
     def info(self, step: Step) -> dict:
         """The step's ``cmd``, ``wdir``, ``deps``, ``outs`` and ``cached`` outputs (absolute paths), and ``resumed``:
         its persistent outputs (a rounds checkpoint) that are here and hold exactly what dvc.lock records, from which

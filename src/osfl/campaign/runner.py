@@ -32,6 +32,7 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
             else:
                 todo.append(step)
         resolved = {step.key: projects.info(step) for step in todo}
+        _refuse_missing_inputs(root, resolved, projects)
     _refuse_git_tracked(root, resolved)
     _refuse_recorded_checkpoint(root, resolved)
     upstream = _upstream(resolved)
@@ -124,6 +125,27 @@ def _refuse_git_tracked(root: Path, resolved: dict[str, dict]) -> None:
                      if any(t == rel or t.startswith(rel + "/") for t in tracked))
         raise ConfigError("outs", f"{first} is tracked by git, and DVC will not commit a cached output git tracks: "
                                   f"`git rm -r --cached {first}` (and commit) before the slot")
+
+
+def _refuse_missing_inputs(root: Path, resolved: dict[str, dict], projects: _Projects) -> None:
+    """Fail before anything runs when a step reads a path that is not here and that no step of the queue writes (an
+    upstream stage whose lock entry is current but whose outputs were never checked out or pulled): otherwise the
+    step fails minutes in and takes every step downstream of it along (a session lost a chain of four so, for want of
+    HFLDD's public set)."""
+    outs = [Path(o) for info in resolved.values() for o in info["outs"]]
+    for key, info in resolved.items():
+        for dep in map(Path, info["deps"]):
+            if dep.exists() or any(dep == o or o in dep.parents or dep in o.parents for o in outs):
+                continue
+            project = key.split(":", 1)[0]
+            rel = os.path.relpath(dep, root / project)
+            maker = next((name for name, entry in projects.locked(project).items()
+                          if any(rel == o["path"] or rel.startswith(o["path"].rstrip("/") + "/")
+                                 for o in entry.get("outs", []))), None)
+            how = (f"`dvc checkout {maker}` or `dvc pull {maker}` in {project}, or queue {maker} (rerun: true)"
+                   if maker else "no stage of its project records it")
+            raise ConfigError("deps", f"{os.path.relpath(dep, root)}, read by {key}, is not here and no step of the "
+                                      f"queue writes it: {how}")
 
 
 def _refuse_recorded_checkpoint(root: Path, resolved: dict[str, dict]) -> None:
