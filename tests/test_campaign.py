@@ -8,7 +8,7 @@ import pytest
 import yaml
 from helpers import sh
 
-from osfl.campaign import Step, is_done, land, load_queue, plan, run
+from osfl.campaign import Step, is_done, land, load_queue, plan, run, stale_queue, write_queue
 from osfl.campaign.__main__ import main
 from osfl.errors import ConfigError
 
@@ -190,6 +190,11 @@ def test_a_step_whose_input_is_neither_here_nor_made_by_the_queue_fails_before_a
     with pytest.raises(ConfigError, match=r"^deps: proj/n.txt, read by proj:reads, is not here and no step of the "
                                           r"queue writes it: `dvc checkout never`"):
         run(repo, [Step("proj", "reads", 0.1)], 1.0, tmp_path / "out", progress=lambda _: None)
+    # `queue --with-inputs` adds the stage that writes it, as a rerun step (its lock entry is current)
+    assert [s.stage for s, _ in stale_queue(repo, "proj", patterns=["reads"])] == ["reads"]
+    queued = stale_queue(repo, "proj", patterns=["reads"], with_inputs=True)
+    write_queue(tmp_path / "q.yaml", queued, "with inputs")
+    assert [(s.stage, s.rerun) for s in load_queue(tmp_path / "q.yaml")] == [("never", True), ("reads", False)]
     got = run(repo, [Step("proj", "never", 0.1, rerun=True), Step("proj", "reads", 0.1)], 1.0, tmp_path / "out2",
               progress=lambda _: None)
     assert [o.state for o in got] == ["finished", "finished"] and (repo / "proj" / "m.txt").read_text() == "x\n"

@@ -13,7 +13,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m osfl.campaign", description=__doc__.split(":", 1)[1].strip(),
                                 epilog="plan QUEUE --minutes M [--pack N] [--root R]; run QUEUE --minutes M --out DIR [--pack N] "
                                        "[--max-mib X] [--root R]; land ARCHIVE [--root R]; queue PROJECT -o FILE [--stage GLOB ...] "
-                                       "[--scale F] [--default-minutes M] [--frozen] [--root R]")
+                                       "[--scale F] [--default-minutes M] [--frozen] [--with-inputs] [--root R]")
     sub = p.add_subparsers(dest="verb", required=True)
     for verb, what in (("plan", "which steps are done, which fit in the minutes and which do not"),
                        ("run", "run the queue to a deadline and pack what finished into OUT/" + ARCHIVE)):
@@ -43,6 +43,9 @@ def main(argv=None) -> int:
                         "'none' scales every record, for a queue that runs elsewhere, e.g. on a lent GPU)")
     s.add_argument("--default-minutes", type=float, default=2.0, help="estimate of a stage without a record")
     s.add_argument("--frozen", action="store_true", help="include frozen (paper-profile) stages")
+    s.add_argument("--with-inputs", action="store_true",
+                   help="also queue, as rerun steps, the stages that write a missing input of a queued stage (a "
+                        "fresh clone's client models, which do not ship)")
     s.add_argument("--root", type=Path, default=Path("."), help="the repository root (default: here)")
     args = p.parse_args(argv)
     try:
@@ -55,6 +58,7 @@ def main(argv=None) -> int:
                 args.kernels = this_machine()["cpu_capability"]
             queue = stale_queue(args.root, args.project, patterns=args.stage, scale=args.scale,
                                 default_minutes=args.default_minutes, frozen=args.frozen,
+                                with_inputs=args.with_inputs,
                                 kernels=None if args.kernels.lower() == "none" else args.kernels)
             total = sum(step.minutes for step, _ in queue)
             write_queue(args.output, queue, f"{len(queue)} stages of {args.project} whose lock entries are not "

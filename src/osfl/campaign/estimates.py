@@ -13,7 +13,7 @@ from .steps import Step
 
 def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, scale: float = 1.0,
                 default_minutes: float = 2.0, frozen: bool = False,
-                kernels: str | None = None) -> list[tuple[Step, str]]:
+                kernels: str | None = None, with_inputs: bool = False) -> list[tuple[Step, str]]:
     """A queue for re-recording ``project`` or running what it has not run: its stages (those matching one of
     ``patterns``, fnmatch, if given) whose lock entry is not current or missing, frozen ones only with ``frozen``
     (paper-profile GPU stages), upstream before downstream and else in dvc.yaml's order, each with (step, where its
@@ -21,16 +21,20 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
     ``runtime/*.json`` with ``seconds``; ``scale`` converts between machines, e.g. 1.65 from AVX512 to AVX2 kernels,
     and a record that names ``kernels``, those of the machine the queue is for, is taken as it is); a stage without
     one takes the median of its siblings' (the same template and the same last part of the item, e.g.
-    ``server@*-col3``, else the same template), each scaled so, else ``default_minutes``."""
+    ``server@*-col3``, else the same template), each scaled so, else ``default_minutes``.
+
+    ``with_inputs``: also the stages that write an input a queued stage reads and that is not here (a current stage
+    whose outputs do not ship, e.g. a run's client models on a fresh clone), as ``rerun`` steps, transitively: the
+    queue then runs on a fresh clone as it is."""
     root = Path(root).resolve()
-    picked, source, resolved, records = [], {}, {}, {}
+    picked, source, resolved, records, infos = [], {}, {}, {}, {}
     with _Projects(root) as projects:
         for name in projects.names(project):
             step = Step(project, name, 1.0)
             stage = projects.stage(step)
             if not stage.cmd:
                 continue
-            info = projects.info(step)
+            info = infos[name] = projects.info(step)
             seconds, record, made_with = _recorded_seconds(info["outs"])
             factor = 1.0 if kernels is not None and made_with == kernels else scale
             records[name] = (None, "") if seconds is None else (
@@ -41,11 +45,14 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
                 continue
             picked.append(name)
             resolved[name] = info
+    rerun = _missing_inputs(picked, infos) if with_inputs else set()
+    picked = [name for name in infos if name in rerun or name in picked]  # dvc.yaml's order
+    resolved = {name: infos[name] for name in picked}
     steps = []
     for name in picked:
         seconds, why = records[name] if records[name][0] is not None else _siblings_seconds(name, records)
         minutes = round(max(seconds / 60, 0.1), 1) if seconds is not None else default_minutes
-        steps.append(Step(project, name, minutes))
+        steps.append(Step(project, name, minutes, rerun=name in rerun))
         source[steps[-1].key] = why if seconds is not None else "no runtime record here or in its siblings: the default"
     upstream = _upstream({step.key: resolved[step.stage] for step in steps})
     ordered, placed = [], set()
@@ -54,6 +61,29 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
         ordered.append(step)
         placed.add(step.key)
     return [(step, source[step.key]) for step in ordered]
+
+
+def _missing_inputs(picked: list[str], infos: dict[str, dict]) -> set[str]:
+    """The stages (of ``infos``: every stage's :meth:`_Projects.info`) not in ``picked`` that write an input which a
+    picked stage, or one of these, reads and which is not here; transitively."""
+    def overlap(a: Path, b: Path) -> bool:
+        return a == b or b in a.parents or a in b.parents
+
+    queued, added, todo = set(picked), set(), list(picked)
+    while todo:
+        name = todo.pop()
+        written = [Path(o) for q in queued for o in infos[q]["outs"]]
+        for dep in map(Path, infos[name]["deps"]):
+            if dep.exists() or any(overlap(dep, o) for o in written):
+                continue
+            maker = next((m for m, info in infos.items() if m not in queued
+                          and any(overlap(dep, Path(o)) for o in info["outs"])), None)
+            if maker is not None:
+                queued.add(maker)
+                added.add(maker)
+                todo.append(maker)
+                written += [Path(o) for o in infos[maker]["outs"]]
+    return added
 
 
 def _siblings_seconds(name: str, records: dict[str, tuple[float | None, str]]) -> tuple[float | None, str]:

@@ -68,5 +68,7 @@ def write_queue(path: Path, queue: list[tuple[Step, str]], header: str) -> None:
     """The queue file ``load_queue`` reads, each step's estimate explained in a comment."""
     lines = [f"# {line}" for line in header.splitlines()] + ["steps:"]
     for step, why in queue:
-        lines.append(f"  - {{project: {step.project}, stage: '{step.stage}', minutes: {step.minutes:g}}}  # {why}")
+        rerun = ", rerun: true" if step.rerun else ""
+        lines.append(f"  - {{project: {step.project}, stage: '{step.stage}', minutes: {step.minutes:g}{rerun}}}  "
+                     f"# {why}{' (its outputs are not here: an input of the queue)' if step.rerun else ''}")
     Path(path).write_text("\n".join(lines) + "\n")
