@@ -210,12 +210,22 @@ def compare_by_value(project: Path, path: str, md5: str, rtol: float, atol: floa
         if a is None or b is None or len(a) != len(b):
             return False, f"{name} differs (not comparable by value)"
         files += 1
-        for x, y in zip(a, b):
-            d = abs(x - y)
-            worst = max(worst, d if not math.isnan(d) else math.inf)
-            if not (math.isclose(x, y, rel_tol=rtol, abs_tol=atol) or (math.isnan(x) and math.isnan(y))):
-                return False, f"{name} differs by value (|{x:.6g} - {y:.6g}| = {d:.3g})"
+        largest, why = _by_value(a, b, name, rtol, atol)
+        if why:
+            return False, why
+        worst = max(worst, largest)
     return True, f"{path}: {files} file(s) differ in their bits; largest difference {worst:.3g}"
+
+
+def _by_value(a: list[float], b: list[float], name: str, rtol: float, atol: float) -> tuple[float, str]:
+    """(the largest difference, "" or what differs beyond the tolerance) of two files' numbers, in order."""
+    worst = 0.0
+    for x, y in zip(a, b):
+        d = abs(x - y)
+        worst = max(worst, d if not math.isnan(d) else math.inf)
+        if not (math.isclose(x, y, rel_tol=rtol, abs_tol=atol) or (math.isnan(x) and math.isnan(y))):
+            return worst, f"{name} differs by value (|{x:.6g} - {y:.6g}| = {d:.3g})"
+    return worst, ""
 
 
 def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
@@ -359,12 +369,10 @@ def compare_runs(old: Path, new: Path, name: str, rtol: float, atol: float) -> t
         x, y = _numbers(a, b.suffix), _numbers(b, b.suffix)
         if x is None or y is None or len(x) != len(y):
             return "differs", f"{label} differs (not comparable by value)"
-        for u, v in zip(x, y):
-            d = abs(u - v)
-            worst = max(worst, d if not math.isnan(d) else math.inf)
-            if not (math.isclose(u, v, rel_tol=rtol, abs_tol=atol) or (math.isnan(u) and math.isnan(v))):
-                return "differs", f"{label} differs by value (|{u:.6g} - {v:.6g}| = {d:.3g})"
-        verdict = "within tolerance"
+        largest, why = _by_value(x, y, label, rtol, atol)
+        if why:
+            return "differs", why
+        worst, verdict = max(worst, largest), "within tolerance"
     return verdict, (f"{name}: largest difference {worst:.3g}" if verdict == "within tolerance" else "")
 
 
