@@ -92,19 +92,22 @@ def test_the_fedhydra_release_shims_weight_each_client_by_its_u_for_the_label():
     assert torch.allclose(avg(x), (models[0](x) + models[1](x)) / 2)
 
 
-def test_the_fedhydra_row_refuses_another_records_settings_before_running_anything(tmp_path):
+def test_the_fedhydra_row_refuses_another_records_settings_before_running_anything(tmp_path, monkeypatch):
     """--add / --merge onto a record of other settings stop at once (not after an hour of runs); --merge of seeds the
-    record has does too."""
+    record has does too. No official checkout is needed for that (it once failed on a machine without one)."""
     import argparse
     import json
 
     from benchmarks.peers import fedhydra_release as fr
+
+    monkeypatch.setenv("OSFL_PEERS", str(tmp_path / "no-checkouts-here"))
 
     args = argparse.Namespace(alpha=0.5, epochs=20, g_steps=10, ngf=16, batch=64, threads=1, seeds=[0],
                               average=False, ours_ae=False, variant=[], add=True, merge=False,
                               scratch=tmp_path / "no-clients-here")
     out = tmp_path / "row.json"
     record = fr.row_record(args, {"official": [], "ours": []}, [0])
+    assert record["official_checked_out"] == "not checked out"
     out.write_text(json.dumps({**record, "settings": {**record["settings"], "threads": 2}}))
     with pytest.raises(SystemExit, match="settings differ"):
         fr.column_row(args, out)

@@ -150,11 +150,14 @@ class Official:
         return dest
 
     def checked_out(self, root: Path | None = None) -> str:
-        """The commit the checkout is at (``git rev-parse HEAD``), or ``"unknown"`` when git cannot tell."""
+        """The commit the checkout is at (``git rev-parse HEAD``), ``"not checked out"`` where there is none (a record
+        made without the official code, as a test's), or ``"unknown"`` when git cannot tell."""
         try:
             out = subprocess.run(["git", "-C", str(self.require(root)), "rev-parse", "HEAD"], capture_output=True,
                                  text=True, check=True)
             return out.stdout.strip()
+        except MissingCheckout:
+            return "not checked out"
         except (OSError, subprocess.CalledProcessError):
             return "unknown"
 
