@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from .projects import _files, _Projects
-from .schedule import _upstream
+from .schedule import _upstream, overlap
 from .steps import Step
 
 
@@ -66,9 +66,6 @@ def stale_queue(root: Path, project: str, *, patterns: list[str] | None = None, 
 def _missing_inputs(picked: list[str], infos: dict[str, dict]) -> set[str]:
     """The stages (of ``infos``: every stage's :meth:`_Projects.info`) not in ``picked`` that write an input which a
     picked stage, or one of these, reads and which is not here; transitively."""
-    def overlap(a: Path, b: Path) -> bool:
-        return a == b or b in a.parents or a in b.parents
-
     queued, added, todo = set(picked), set(), list(picked)
     while todo:
         name = todo.pop()

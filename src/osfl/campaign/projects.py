@@ -60,16 +60,18 @@ class _Projects:
         return self._locks[project]
 
     def info(self, step: Step) -> dict:
-        """The step's ``cmd``, ``wdir``, ``deps``, ``outs`` and ``cached`` outputs (absolute paths), and ``resumed``:
-        its persistent outputs (a rounds checkpoint) that are here and hold exactly what dvc.lock records, from which
-        the stage would resume at its recorded end and redo nothing (``dvc checkout`` restores them)."""
+        """The step's ``cmd``, ``wdir``, ``deps``, ``outs`` and ``cached`` outputs (absolute paths)."""
+        stage = self.stage(step)
+        return {"cmd": stage.cmd, "wdir": stage.wdir, "deps": [d.fs_path for d in stage.deps],
+                "outs": [o.fs_path for o in stage.outs], "cached": [o.fs_path for o in stage.outs if o.use_cache]}
+
+    def resumed(self, step: Step) -> list[str]:
+        """The step's persistent outputs (a rounds checkpoint) that are here and hold exactly what dvc.lock records:
+        the stage would resume at its recorded end and redo nothing (``dvc checkout`` restores them). Hashes them, so
+        only ``run`` asks, not ``plan`` or ``queue``."""
         stage = self.stage(step)
         with _project_lock(self._repos[step.project]):
-            resumed = [o.fs_path for o in stage.outs if o.persist and o.hash_info and o.exists
-                       and not o.changed_checksum()]
-        return {"cmd": stage.cmd, "wdir": stage.wdir, "deps": [d.fs_path for d in stage.deps],
-                "outs": [o.fs_path for o in stage.outs], "cached": [o.fs_path for o in stage.outs if o.use_cache],
-                "resumed": resumed}
+            return [o.fs_path for o in stage.outs if o.persist and o.hash_info and o.exists and not o.changed_checksum()]
 
     def done(self, step: Step) -> bool:
         """The stage has a lock entry and it matches its command, dependencies and outputs (frozen or not; cached

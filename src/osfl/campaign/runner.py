@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .projects import _dvc, _files, _lock_entry, _Projects
-from .schedule import _next_step, _upstream
+from .schedule import _next_step, _upstream, overlap
 from .steps import ARCHIVE, MANIFEST, Outcome, Step
 
 
@@ -33,8 +33,9 @@ def run(root: Path, queue: list[Step], minutes: float, out: Path, *, pack: int =
                 todo.append(step)
         resolved = {step.key: projects.info(step) for step in todo}
         _refuse_missing_inputs(root, resolved, projects)
+        resumed = {step.key: projects.resumed(step) for step in todo}
     _refuse_git_tracked(root, resolved)
-    _refuse_recorded_checkpoint(root, resolved)
+    _refuse_recorded_checkpoint(root, resumed)
     upstream = _upstream(resolved)
     running: dict[str, tuple[subprocess.Popen, float, object]] = {}  # key -> (process, start, its log file)
     exited: list[tuple[Step, float]] = []  # finished commands whose stage is still to be committed and packed
@@ -135,7 +136,7 @@ def _refuse_missing_inputs(root: Path, resolved: dict[str, dict], projects: _Pro
     outs = [Path(o) for info in resolved.values() for o in info["outs"]]
     for key, info in resolved.items():
         for dep in map(Path, info["deps"]):
-            if dep.exists() or any(dep == o or o in dep.parents or dep in o.parents for o in outs):
+            if dep.exists() or any(overlap(dep, o) for o in outs):
                 continue
             project = key.split(":", 1)[0]
             rel = os.path.relpath(dep, root / project)
@@ -148,13 +149,13 @@ def _refuse_missing_inputs(root: Path, resolved: dict[str, dict], projects: _Pro
                                       f"queue writes it: {how}")
 
 
-def _refuse_recorded_checkpoint(root: Path, resolved: dict[str, dict]) -> None:
+def _refuse_recorded_checkpoint(root: Path, resumed: dict[str, list[str]]) -> None:
     """Fail before anything runs when a step's persistent output is the one dvc.lock records: the stage would resume
     from its own recorded end, redo nothing, and be committed as a run (a session once "ran" a 100-round FedAvg in
     3 s so, from a checkpoint ``dvc checkout`` had restored). A partial checkpoint, a killed run's, is not refused."""
-    for key, info in resolved.items():
-        if info.get("resumed"):
-            rel = Path(info["resumed"][0]).relative_to(root)
+    for key, paths in resumed.items():
+        if paths:
+            rel = Path(paths[0]).relative_to(root)
             raise ConfigError("outs", f"{rel} holds the checkpoint dvc.lock records for {key}, so the step would "
                                       f"resume at its recorded end and run nothing: `rm -r {rel}` to run it from "
                                       f"the start, or take the step out of the queue")

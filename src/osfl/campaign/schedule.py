@@ -59,8 +59,9 @@ def _upstream(resolved: dict[str, dict]) -> dict[str, set[str]]:
     their output paths, as DVC resolves them): a step starts only once those finished, and is skipped if one did not."""
     outs = {k: [Path(o) for o in v["outs"]] for k, v in resolved.items()}
     deps = {k: [Path(d) for d in v["deps"]] for k, v in resolved.items()}
-
-    def overlap(a: Path, b: Path) -> bool:
-        return a == b or b in a.parents or a in b.parents
-
     return {k: {o for o in outs if o != k and any(overlap(d, p) for d in deps[k] for p in outs[o])} for k in deps}
+
+
+def overlap(a: Path, b: Path) -> bool:
+    """Whether a dependency path and an output path name the same files (equal, or one inside the other)."""
+    return a == b or b in a.parents or a in b.parents
