@@ -75,6 +75,16 @@ def test_a_record_that_differs_only_in_its_seconds_and_host_counts_as_the_same(t
     assert verify.timing_only(work, "results/r/runtime/x.json", "0" * 32)  # the seconds-and-host record itself
     (work / "runs" / "x.json").write_text(json.dumps({**record, "acc_final": 81.3}))
     assert not verify.timing_only(work, "runs/x.json", "0" * 32)
+    # a recorded copy in DVC's cache (named by its md5, no suffix) is read by the same rule
+    md5 = "ab" + "1" * 30
+    cached = work / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+    cached.parent.mkdir(parents=True)
+    cached.write_text(json.dumps(record))
+    (work / "runs" / "y.json").write_text(json.dumps({**record, "server_seconds": 3.0}))
+    assert verify.timing_only(work, "runs/y.json", md5)
+    assert verify.compare_runs(cached, work / "runs" / "y.json", "runs/y.json", 0, 0)[0] == "timings"
+    (work / "runs" / "y.json").write_text(json.dumps({**record, "tag": "b"}))
+    assert not verify.timing_only(work, "runs/y.json", md5)
 
 
 def test_a_refactor_is_checked_against_the_records_or_against_the_base_revision_s_code(tmp_path, capsys):

@@ -233,23 +233,31 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
     was. Its outputs are moved aside first (so a persistent checkpoint does not turn the re-run into a resume) and
     moved back after, unless they came out as recorded, seconds included: then the new ones stay, and the stages
     that read them can be checked next. Nothing that was there is lost."""
-    with _aside(project, name) as (recorded, keep):
-        check = _rerun(project, name, recorded, rtol, atol)
-        keep[0] = check.status == "identical" and not check.timings
-        said = machine.note(keep[1]) if keep[1] and check.status != "identical" else ""
+    with _aside(project, name) as aside:
+        check = _rerun(project, name, aside.recorded, rtol, atol)
+        aside.keep = check.status == "identical" and not check.timings
+        said = machine.note(aside.runtime) if aside.runtime and check.status != "identical" else ""
         if said:
             check.detail += f" [{said}]"
         return check
 
 
+@dataclass
+class _Aside:
+    """A stage's recorded outputs (path -> md5) and the runtime block of its recorded run record, set aside for a
+    re-run in place; ``keep``: leave the re-run's outputs (they came out as recorded, seconds included)."""
+    recorded: dict[str, str]
+    runtime: dict
+    keep: bool = False
+
+
 @contextlib.contextmanager
 def _aside(project: Path, name: str):
-    """The stage's recorded outputs moved aside for a re-run in place; yields (recorded outputs: path -> md5, [keep,
-    the recorded runtime block]). Afterwards dvc.lock and git's index are put back, and the recorded outputs too unless
-    ``keep[0]`` was set (the re-run gave them, seconds included)."""
+    """The stage's recorded outputs moved aside for a re-run in place; yields an :class:`_Aside`. Afterwards
+    dvc.lock and git's index are put back, and the recorded outputs too unless its ``keep`` was set."""
     lock_text = (project / "dvc.lock").read_text()
     recorded = _outs(locked_stages(project)[name])
-    keep = [False, _recorded_runtime(project, recorded)]
+    state = _Aside(recorded, _recorded_runtime(project, recorded))
     staged = _staged(project)
     (project / ".dvc" / "tmp").mkdir(parents=True, exist_ok=True)
     aside = Path(tempfile.mkdtemp(prefix="verify-", dir=project / ".dvc" / "tmp"))  # same file system: renames
@@ -258,13 +266,13 @@ def _aside(project: Path, name: str):
             (aside / path).parent.mkdir(parents=True, exist_ok=True)
             (project / path).rename(aside / path)
     try:
-        yield recorded, keep
+        yield state
     finally:
         (project / "dvc.lock").write_text(lock_text)
         added = sorted(_staged(project) - staged)  # DVC's autostage (core.autostage) adds what it wrote to git's index
         if added:
             subprocess.run(["git", "reset", "-q", "--", *added], cwd=_git_root(project), capture_output=True)
-        if not keep[0]:  # the recorded outputs back
+        if not state.keep:  # the recorded outputs back
             for path in recorded:
                 _remove(project / path)
                 if (aside / path).exists():
@@ -277,13 +285,11 @@ def check_against_base(project: Path, name: str, base: str, rtol: float, atol: f
     code (its data inputs linked from this checkout), both on this machine, and compare the two runs' outputs; then
     put the checkout back as it was (the recorded outputs, dvc.lock, git's index)."""
     entry = locked_stages(project)[name]
-    with _aside(project, name) as (recorded, _):
-        t0 = time.perf_counter()
-        run = _dvc(["repro", "--force", "--single-item", name], project, check=False)
-        seconds = time.perf_counter() - t0
-        if run.returncode != 0:
-            return Check(name, "not checked", "the re-run with this code failed: "
-                         + (run.stdout + run.stderr).strip()[-300:], seconds)
+    with _aside(project, name) as aside:
+        recorded = aside.recorded
+        failed, seconds = _repro(project, name)
+        if failed:
+            return Check(name, "not checked", f"the re-run with this code failed: {failed}", seconds)
         with _base_worktree(project, base) as (wt, wproj):
             failed, base_seconds = _run_in(wt, wproj, project, entry)
             if failed:
@@ -362,8 +368,7 @@ def compare_runs(old: Path, new: Path, name: str, rtol: float, atol: float) -> t
             return "differs", f"{label} was written by one run only"
         if a.read_bytes() == b.read_bytes():
             continue
-        if "runtime" in Path(label).parts or (b.suffix == ".json" and _without_timings(json.loads(a.read_text()))
-                                              == _without_timings(json.loads(b.read_text()))):
+        if _only_timings(label, a, b):
             verdict = "timings" if verdict == "identical" else verdict
             continue
         x, y = _numbers(a, b.suffix), _numbers(b, b.suffix)
@@ -410,13 +415,23 @@ def timing_only(project: Path, path: str, md5: str) -> bool:
     ``runtime/`` folder, written apart from what was computed) or a JSON record equal once its timings are dropped."""
     if "runtime" in Path(path).parts:
         return True
-    for _, old, new in _file_pairs(project, path, md5):
-        if old is None or not new.is_file() or new.suffix != ".json":
-            return False
-        if old.read_bytes() != new.read_bytes() and \
-                _without_timings(json.loads(old.read_text())) != _without_timings(json.loads(new.read_text())):
-            return False
-    return True
+    return all(old is not None and new.is_file() and (old.read_bytes() == new.read_bytes()
+                                                      or _only_timings(label, old, new))
+               for label, old, new in _file_pairs(project, path, md5))
+
+
+def _only_timings(label: str, old: Path, new: Path) -> bool:
+    """The one rule for two differing copies of an output: they differ only in timings when the output lies under a
+    ``runtime/`` folder (seconds and host, written apart from what was computed) or both are JSON records equal once
+    their timings are dropped."""
+    if "runtime" in Path(label).parts:
+        return True
+    if Path(label).suffix != ".json":  # a cached copy has no suffix: the output's name says what it is
+        return False
+    try:
+        return _without_timings(json.loads(old.read_text())) == _without_timings(json.loads(new.read_text()))
+    except (ValueError, UnicodeDecodeError):
+        return False
 
 
 def _git_root(project: Path) -> Path:
@@ -430,12 +445,18 @@ def _staged(project: Path) -> set[str]:
                               text=True).stdout.split())
 
 
-def _rerun(project: Path, name: str, recorded: dict[str, str], rtol: float, atol: float) -> Check:
+def _repro(project: Path, name: str) -> tuple[str, float]:
+    """``dvc repro --force --single-item name`` in ``project``: (why it failed or "", seconds)."""
     t0 = time.perf_counter()
     run = _dvc(["repro", "--force", "--single-item", name], project, check=False)
     seconds = time.perf_counter() - t0
-    if run.returncode != 0:
-        return Check(name, "not checked", "the re-run failed: " + (run.stdout + run.stderr).strip()[-300:], seconds)
+    return ("" if run.returncode == 0 else (run.stdout + run.stderr).strip()[-300:]), seconds
+
+
+def _rerun(project: Path, name: str, recorded: dict[str, str], rtol: float, atol: float) -> Check:
+    failed, seconds = _repro(project, name)
+    if failed:
+        return Check(name, "not checked", f"the re-run failed: {failed}", seconds)
     now = _outs(locked_stages(project)[name])
     differ = [p for p in recorded if now.get(p) != recorded[p]]
     timings = [p for p in differ if timing_only(project, p, recorded[p])]
