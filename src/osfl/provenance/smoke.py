@@ -1,0 +1,92 @@
+"""Check 3 of recording a refactor (docs/rerecord.md): the smoke outputs of the stage types a change touches, under
+the old code and the new, compared file by file.
+
+    python -m osfl.provenance.smoke --base REV tests/test_ofeded_pipeline.py::test_smoke_pipeline_renders_tables_1_and_3
+
+runs the given pipeline tests twice on this machine, once in a git worktree of ``REV`` (its code and tests) and
+once in this checkout, each with its own ``src`` first on the import path (the stages' subprocesses inherit it) and
+its own ``--basetemp``, so the smoke repositories the tests build are kept. Then every ``models/`` and ``results/``
+folder of those repositories (``<basetemp>/<fixture>/repo/[papers/<p>/]{models,results}``) is compared with its
+counterpart by :func:`osfl.provenance.verify.compare_runs`: byte for byte, with seconds and host set aside. It
+prints one line per folder and exits 1 when any folder differs or is written by one side only, or a test fails.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .verify import _base_worktree, compare_runs
+
+OUTPUT_DIRS = ("models", "results")
+
+
+def run_tests(root: Path, tests: list[str], basetemp: Path) -> subprocess.CompletedProcess:
+    """The tests of the tree at ``root`` with that tree's code, their temporary folders kept under ``basetemp``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root / "src"), env.get("PYTHONPATH", "")]))
+    env["SOURCE_DATE_EPOCH"] = "0"  # matplotlib's PDFs (a partition's bubble plot) carry no creation date
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider",
+                           f"--basetemp={basetemp}", *tests], cwd=root, env=env, capture_output=True, text=True)
+
+
+def output_folders(basetemp: Path) -> dict[str, Path]:
+    """{relative name: folder} of every smoke repository's models/ and results/ under ``basetemp``."""
+    found = {}
+    for repo in sorted(basetemp.glob("*/repo")):
+        for project in [repo, *sorted(p.parent for p in repo.glob("papers/*/dvc.yaml"))]:
+            for name in OUTPUT_DIRS:
+                if (project / name).is_dir():
+                    found[str((project / name).relative_to(basetemp))] = project / name
+    return found
+
+
+def compare(old: Path, new: Path, rtol: float = 0.0, atol: float = 0.0) -> list[tuple[str, str, str]]:
+    """(folder, verdict, detail) for every output folder of either side: identical | timings | within tolerance |
+    differs | one side only."""
+    a, b = output_folders(old), output_folders(new)
+    rows = []
+    for name in sorted(set(a) | set(b)):
+        if name not in a or name not in b:
+            rows.append((name, "one side only", "written by the " + ("new" if name in b else "old") + " code only"))
+            continue
+        verdict, detail = compare_runs(a[name], b[name], name, rtol, atol)
+        rows.append((name, verdict, detail))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m osfl.provenance.smoke", description=__doc__.split("\n\n")[0])
+    ap.add_argument("tests", nargs="+", help="pytest node ids of pipeline tests that build smoke repositories")
+    ap.add_argument("--base", required=True, help="the revision whose code is the old side (e.g. HEAD)")
+    ap.add_argument("--keep", type=Path, help="keep both sides' temporary folders here (default: removed)")
+    args = ap.parse_args(argv)
+    root = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
+                               check=True).stdout.strip())
+    with tempfile.TemporaryDirectory(prefix="osfl-smoke-") as tmp:
+        work = args.keep or Path(tmp)
+        with _base_worktree(root, args.base) as (wt, _):
+            old = run_tests(wt, args.tests, work / "old")
+        new = run_tests(root, args.tests, work / "new")
+        failed = [(side, r) for side, r in (("old", old), ("new", new)) if r.returncode != 0]
+        for side, r in failed:
+            print(f"the tests failed with the {side} code:\n" + (r.stdout + r.stderr).strip()[-1500:])
+        if failed:
+            return 1
+        rows = compare(work / "old", work / "new")
+    if not rows:
+        print("no smoke repository with models/ or results/ was kept: are these pipeline tests?")
+        return 1
+    for name, verdict, detail in rows:
+        print(f"{verdict:>16}  {name}" + (f"  ({detail})" if detail else ""))
+    bad = [r for r in rows if r[1] in ("differs", "one side only")]
+    print(f"{len(rows) - len(bad)} of {len(rows)} output folders as the old code writes them"
+          f" (base {args.base}, seconds and host set aside)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

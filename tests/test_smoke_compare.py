@@ -1,0 +1,29 @@
+"""osfl.provenance.smoke (check 3 of recording a refactor): the smoke repositories' output folders of two runs,
+compared file by file with seconds and host set aside."""
+import json
+
+from osfl.provenance import smoke
+
+
+def _repo(base, acc, seconds, extra=False):
+    proj = base / "ofeded0" / "repo" / "papers" / "p"
+    (proj / "results" / "r" / "runtime").mkdir(parents=True)
+    (proj / "dvc.yaml").write_text("stages: {}\n")
+    (proj / "results" / "r" / "run.json").write_text(json.dumps({"acc_final": acc, "server_seconds": seconds}))
+    (proj / "results" / "r" / "runtime" / "x.json").write_text(json.dumps({"seconds": seconds}))
+    (proj / "models").mkdir()
+    (proj / "models" / "m.pt").write_bytes(b"\x00\x01")
+    if extra:
+        (base / "ofeded0" / "repo" / "models").mkdir(parents=True)
+
+
+def test_same_outputs_but_for_seconds_pass_and_any_other_change_fails(tmp_path):
+    _repo(tmp_path / "old", 81.25, 3.0)
+    _repo(tmp_path / "new", 81.25, 9.5)
+    rows = smoke.compare(tmp_path / "old", tmp_path / "new")
+    assert [(n, v) for n, v, _ in rows] == [("ofeded0/repo/papers/p/models", "identical"),
+                                           ("ofeded0/repo/papers/p/results", "timings")]
+    _repo(tmp_path / "changed", 81.5, 3.0, extra=True)
+    rows = {n: v for n, v, _ in smoke.compare(tmp_path / "old", tmp_path / "changed")}
+    assert rows == {"ofeded0/repo/models": "one side only", "ofeded0/repo/papers/p/models": "identical",
+                    "ofeded0/repo/papers/p/results": "differs"}
