@@ -107,6 +107,13 @@ def test_one_summary_row_per_record_against_the_official_code(tmp_path):
     text = render(tmp_path / "records", tmp_path / "findings.yaml")
     row = next(line for line in text.splitlines() if line.startswith("| FedX (fedx) |"))
     assert "| ours lower | F9 | 2.00× (local training) |" in row
+    # a record that names its timer (the same work on both sides) is timed by it, not by the first in name order
+    record["arms"]["ours"]["server_one_test_seconds"] = {"values": [4.0] * 3, "mean": 4.0}
+    record["arms"]["official"]["server_one_test_seconds"] = {"values": [5.0] * 3, "mean": 5.0}
+    write(tmp_path / "records", "fedx.json", {**record, "timer": "server_one_test_seconds"})
+    text = render(tmp_path / "records", tmp_path / "findings.yaml")
+    row = next(line for line in text.splitlines() if line.startswith("| FedX (fedx) |"))
+    assert "| 1.25× (server, one test on each side) |" in row
 
 
 def test_server_rows_show_curves_paired_differences_and_variants(tmp_path):

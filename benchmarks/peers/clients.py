@@ -123,7 +123,8 @@ def stage_runner(work: Path, *extra: str) -> Callable[..., None]:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
 
     def stage(*argv: str) -> None:
-        subprocess.run([sys.executable, "-m", *argv, *extra, "--no-progress"], cwd=work, env=env, check=True,
+        launch = [] if argv[0].endswith(".py") else ["-m"]  # a script (a launcher around a stage) or a module
+        subprocess.run([sys.executable, *launch, *argv, *extra, "--no-progress"], cwd=work, env=env, check=True,
                        stdout=subprocess.DEVNULL)
     return stage
 
