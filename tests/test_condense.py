@@ -91,6 +91,42 @@ def test_one_forward_per_network_equals_the_per_class_loop(digits):
     assert torch.allclose(runs[0].images, runs[1].images, atol=1e-5)
 
 
+def test_the_real_forward_in_chunks_gives_the_batched_forward_s_loss(digits, monkeypatch):
+    """F38: the real images go through each network in chunks of at least REAL_CHUNK rows (faster on a CPU than one
+    forward of all classes); in eval mode a sample's features do not depend on its batch, so the loss is the one
+    forward's (the bits too on this CPU's kernels, as long as no chunk is tiny: osfl.provenance.verify checks a
+    recorded stage)."""
+    from osfl.condense import matching
+
+    teacher, x, y, _, _ = digits
+    other = build_model("cnn2", (1, 28, 28), 10).eval()
+    teacher.eval()
+    feats = [matching.LayerFeatures(m, LAYERS) for m in (teacher, other)]
+    reals = [x[y == c][:20] for c in (0, 3, 8)]
+    mines = [x[y == c][20:22].clone().requires_grad_(True) for c in (0, 3, 8)]
+    monkeypatch.setattr(matching, "REAL_CHUNK", 16)  # 60 rows: three chunks of 20
+    calls = []
+    forward = matching.LayerFeatures.__call__
+    monkeypatch.setattr(matching.LayerFeatures, "__call__", lambda self, t: calls.append(len(t)) or forward(self, t))
+    got = matching._step_loss(feats, reals, mines, [0, 1])
+    assert calls == [20, 20, 20, 6] * 2  # per network: the real rows in three chunks, the synthetic ones at once
+    n_real, n_syn = torch.tensor([20, 20, 20]), torch.tensor([2, 2, 2])
+    seg_real, seg_syn = torch.arange(3).repeat_interleave(20), torch.arange(3).repeat_interleave(2)
+    want = torch.zeros(())
+    for f in feats:  # one forward of every class's real batch, as before the chunks
+        with torch.no_grad():
+            fr = forward(f, torch.cat(reals))
+        fs = forward(f, torch.cat(mines))
+        for q in (0, 1):
+            want = want + ((matching._class_means(fr[q], seg_real, n_real)
+                            - matching._class_means(fs[q], seg_syn, n_syn)) ** 2).sum()
+    assert got.item() == pytest.approx(want.item(), rel=1e-6)
+    got.backward()
+    assert all(m.grad is not None and m.grad.abs().sum() > 0 for m in mines)
+    for f in feats:
+        f.close()
+
+
 def test_refuses_what_it_cannot_run(digits):
     teacher, x, y, _, _ = digits
     kw = dict(ipc=1, gen=torch.Generator())

@@ -85,11 +85,28 @@ def _class_means(feature: torch.Tensor, segment: torch.Tensor, counts: torch.Ten
     return sums.index_add(0, segment, feature) / counts[:, None]
 
 
+#: rows per forward of the real images (findings.yaml F38): one forward of every class's real batch (640 rows at
+#: the cpu profile) is slower on a CPU than several of about this size, and the features come out the same bits as
+#: long as no forward is much smaller (measured on an Intel Xeon, AVX512: a batch under 16 rows takes other conv
+#: kernels; one of 128-640 rows gives each row's features exactly as a batch of 2,560 does). So the rows are cut in
+#: near-equal chunks of at least this many, never per class (a class may hold 2 images).
+REAL_CHUNK = 128
+
+
+def _chunked(f: LayerFeatures, x: torch.Tensor) -> list[torch.Tensor]:
+    """``f(x)``, run on near-equal chunks of at least :data:`REAL_CHUNK` rows, each layer's features concatenated."""
+    k = len(x) // REAL_CHUNK
+    if k <= 1:
+        return f(x)
+    return [torch.cat(per_layer) for per_layer in zip(*(f(c) for c in torch.tensor_split(x, k)))]
+
+
 def _step_loss(feats: Sequence[LayerFeatures], reals: list[torch.Tensor], mines: list[torch.Tensor],
                active: Sequence[int]) -> torch.Tensor:
     """Σ_θ Σ_{q ∈ active} Σ_c ‖mean h_θ^q(real_c) − mean h_θ^q(syn_c)‖²: every class's (augmented) batch goes
-    through a network in ONE forward (the networks are in eval mode, so a sample's features do not depend on the
-    rest of its batch), and the per-class means are taken by segment. Equal to a loop over classes."""
+    through a network together (the real ones in chunks, :func:`_chunked`; the networks are in eval mode, so a
+    sample's features do not depend on the rest of its batch), and the per-class means are taken by segment. Equal
+    to a loop over classes."""
     device = reals[0].device
     n_real = torch.tensor([len(r) for r in reals], device=device)
     n_syn = torch.tensor([len(m) for m in mines], device=device)
@@ -99,7 +116,7 @@ def _step_loss(feats: Sequence[LayerFeatures], reals: list[torch.Tensor], mines:
     loss = torch.zeros((), device=device)
     for f in feats:
         with torch.no_grad():
-            fr = f(real)
+            fr = _chunked(f, real)
         fs = f(mine)
         for q in active:
             diff = _class_means(fr[q], seg_real, n_real) - _class_means(fs[q], seg_syn, n_syn)
