@@ -19,15 +19,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .verify import _base_worktree, compare_runs
+from .verify import _base_worktree, _git_root, code_first, compare_runs
 
 OUTPUT_DIRS = ("models", "results")
 
 
 def run_tests(root: Path, tests: list[str], basetemp: Path) -> subprocess.CompletedProcess:
     """The tests of the tree at ``root`` with that tree's code, their temporary folders kept under ``basetemp``."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root / "src"), env.get("PYTHONPATH", "")]))
+    env = code_first(root, dict(os.environ))
     env["SOURCE_DATE_EPOCH"] = "0"  # matplotlib's PDFs (a partition's bubble plot) carry no creation date
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider",
                            f"--basetemp={basetemp}", *tests], cwd=root, env=env, capture_output=True, text=True)
@@ -64,8 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", required=True, help="the revision whose code is the old side (e.g. HEAD)")
     ap.add_argument("--keep", type=Path, help="keep both sides' temporary folders here (default: removed)")
     args = ap.parse_args(argv)
-    root = Path(subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
-                               check=True).stdout.strip())
+    root = _git_root(Path.cwd())
     with tempfile.TemporaryDirectory(prefix="osfl-smoke-") as tmp:
         work = args.keep or Path(tmp)
         with _base_worktree(root, args.base) as (wt, _):

@@ -345,13 +345,18 @@ def _run_in(wt: Path, wproj: Path, project: Path, entry: dict) -> tuple[str, flo
         inside = Path(os.path.normpath(wproj / out["path"]))
         if any(q.is_symlink() for q in [inside, *inside.parents] if wt in q.parents or q == wt):
             return f"{out['path']} lies in a linked input", 0.0
-    env = dvc_env()
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(wt / "src"), env.get("PYTHONPATH", "")]))
+    env = code_first(wt, dvc_env())
     cmd = entry["cmd"] if isinstance(entry["cmd"], str) else " && ".join(entry["cmd"])
     t0 = time.perf_counter()
     done = subprocess.run(cmd, shell=True, cwd=wproj, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - t0
     return ("" if done.returncode == 0 else (done.stdout + done.stderr).strip()[-300:]), seconds
+
+
+def code_first(tree: Path, env: dict[str, str]) -> dict[str, str]:
+    """``env`` with ``tree``'s ``src`` first on PYTHONPATH: a command (and the stages it starts) runs that tree's
+    code."""
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(tree / "src"), env.get("PYTHONPATH", "")]))}
 
 
 def compare_runs(old: Path, new: Path, name: str, rtol: float, atol: float) -> tuple[str, str]:

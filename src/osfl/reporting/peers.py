@@ -208,7 +208,8 @@ def summary_rows(records: dict[str, dict], explained: dict[str, list[str]] | Non
             continue
         v = compare(_side("ours", ours, metric, record["seeds"]), _side("official", off, metric, record["seeds"]))
         # a record may name the timer that compares the same work on both sides (F13: ours less its extra tests)
-        timer = record.get("timer") if record.get("timer") in ours and record.get("timer") in off else next(
+        named = record.get("timer")
+        timer = named if named in ours and named in off else next(
             (t for t in sorted(ours) if t.endswith("_seconds") and t in off), None)
         ratio = (f"{off[timer]['mean'] / ours[timer]['mean']:.2f}× ({_phase(timer)})"
                  if timer and ours[timer].get("mean") else "—")
