@@ -40,18 +40,19 @@ checkout_shipped = cd papers/$(1) && { dvc fetch -q || echo "make: papers/$(1): 
 
 # FedDF's auxiliary data in the main experiment is Fashion-MNIST: say so in one line before anything runs
 FMNIST := /usr/share/datasets/fashion-mnist
-# make verify PAPER=<paper> [SAMPLE=3 SEED=0]: re-run a seeded sample of that paper's committed stages whose code and
+# make verify PAPER=<paper> [SAMPLE=3 SEED=0 STAGES=globs]: re-run a seeded sample of that paper's committed stages whose code and
 # inputs are as recorded and compare their outputs with dvc.lock (osfl.provenance.verify); it lists the others and why,
 # after the committed runs that were not computed from one another (osfl.provenance.lineage; reported, not fatal)
 PAPER ?=
 SAMPLE ?= 3
 SEED ?= 0
+STAGES ?=
 verify: install
 ifneq ($(PAPER),)
 	@test -d papers/$(PAPER) || { echo "make verify: PAPER=$(PAPER): allowed: $(PAPERS)"; exit 2; }
 	$(call checkout_shipped,$(PAPER))
 	-$(BIN)/python -m osfl.provenance.lineage papers/$(PAPER)
-	$(BIN)/python -m osfl.provenance.verify papers/$(PAPER) --sample $(SAMPLE) --seed $(SEED)
+	$(BIN)/python -m osfl.provenance.verify papers/$(PAPER) --sample $(SAMPLE) --seed $(SEED) $(if $(STAGES),--stages '$(STAGES)')
 else
 	@test -d $(FMNIST) || [ -n "$(DOWNLOAD)" ] || { echo "make verify: Fashion-MNIST (FedDF's auxiliary data) is not installed: run 'apt-get install dataset-fashion-mnist', or 'make verify DOWNLOAD=1' to let torchvision download it"; exit 1; }
 	dvc pull

@@ -27,3 +27,18 @@ def test_same_outputs_but_for_seconds_pass_and_any_other_change_fails(tmp_path):
     rows = {n: v for n, v, _ in smoke.compare(tmp_path / "old", tmp_path / "changed")}
     assert rows == {"ofeded0/repo/models": "one side only", "ofeded0/repo/papers/p/models": "identical",
                     "ofeded0/repo/papers/p/results": "differs"}
+
+
+def test_the_base_worktree_gets_the_checkouts_data(tmp_path):
+    """A root data output (data/mnist, found beside the code) is linked into the worktree when it lacks it, so both
+    sides run on the same data; one the worktree has already, or the checkout lacks, is left alone."""
+    root, wt = tmp_path / "root", tmp_path / "wt"
+    for d in (root / "data", wt / "data"):
+        d.mkdir(parents=True)
+    (root / "data" / "mnist.dvc").write_text("outs:\n- path: mnist\n")
+    (root / "data" / "absent.dvc").write_text("outs:\n- path: absent\n")
+    (root / "data" / "mnist").mkdir()
+    (root / "data" / "mnist" / "train.gz").write_bytes(b"x")
+    assert smoke.link_data(root, wt) == [wt / "data" / "mnist"]
+    assert (wt / "data" / "mnist" / "train.gz").read_bytes() == b"x" and not (wt / "data" / "absent").exists()
+    assert smoke.link_data(root, wt) == []
