@@ -2,7 +2,7 @@
 compared file by file with seconds and host set aside."""
 import json
 
-from osfl.provenance import smoke
+from osfl.provenance import smoke, verify
 
 
 def _repo(base, acc, seconds, extra=False):
@@ -39,6 +39,6 @@ def test_the_base_worktree_gets_the_checkouts_data(tmp_path):
     (root / "data" / "absent.dvc").write_text("outs:\n- path: absent\n")
     (root / "data" / "mnist").mkdir()
     (root / "data" / "mnist" / "train.gz").write_bytes(b"x")
-    assert smoke.link_data(root, wt) == [wt / "data" / "mnist"]
+    assert verify.link_data(root, wt) == [wt / "data" / "mnist"]
     assert (wt / "data" / "mnist" / "train.gz").read_bytes() == b"x" and not (wt / "data" / "absent").exists()
-    assert smoke.link_data(root, wt) == []
+    assert verify.link_data(root, wt) == []

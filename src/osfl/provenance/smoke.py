@@ -32,23 +32,6 @@ def run_tests(root: Path, tests: list[str], basetemp: Path) -> subprocess.Comple
                            f"--basetemp={basetemp}", *tests], cwd=root, env=env, capture_output=True, text=True)
 
 
-def link_data(root: Path, wt: Path) -> list[Path]:
-    """Link into worktree ``wt`` every output of a ``.dvc`` file under ``root/data`` that this checkout has and the
-    worktree lacks (``data/mnist``: the code finds it beside itself, so a bare worktree would run on a stand-in and
-    its outputs would differ for want of data, not because of code). Returns the links made."""
-    import yaml
-
-    made = []
-    for dvc_file in sorted((root / "data").glob("*.dvc")):
-        for out in (yaml.safe_load(dvc_file.read_text()) or {}).get("outs", []):
-            src, dst = dvc_file.parent / out["path"], wt / dvc_file.parent.relative_to(root) / out["path"]
-            if src.exists() and not dst.exists():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                dst.symlink_to(src.resolve())
-                made.append(dst)
-    return made
-
-
 def output_folders(basetemp: Path) -> dict[str, Path]:
     """{relative name: folder} of every smoke repository's models/ and results/ under ``basetemp``."""
     found = {}
@@ -85,7 +68,6 @@ def main(argv: list[str] | None = None) -> int:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)  # pytest creates --basetemp itself, not its parents
         with _base_worktree(root, args.base) as (wt, _):
-            link_data(root, wt)
             old = run_tests(wt, args.tests, work / "old")
         new = run_tests(root, args.tests, work / "new")
         failed = [(side, r) for side, r in (("old", old), ("new", new)) if r.returncode != 0]

@@ -313,7 +313,8 @@ def check_against_base(project: Path, name: str, base: str, rtol: float, atol: f
 
 @contextlib.contextmanager
 def _base_worktree(project: Path, base: str):
-    """A detached git worktree of ``base`` in a scratch folder; yields (the worktree, the project's folder in it)."""
+    """A detached git worktree of ``base`` in a scratch folder, the checkout's root data linked in
+    (:func:`link_data`); yields (the worktree, the project's folder in it)."""
     root = _git_root(project)
     wt = Path(tempfile.mkdtemp(prefix="osfl-verify-base-"))
     added = subprocess.run(["git", "worktree", "add", "-q", "--detach", str(wt), base], cwd=root, capture_output=True,
@@ -322,10 +323,26 @@ def _base_worktree(project: Path, base: str):
         shutil.rmtree(wt, ignore_errors=True)
         raise RuntimeError(f"base: git worktree add {base} failed: {added.stderr.strip()[-300:]}")
     try:
+        link_data(root, wt)
         yield wt, wt / project.resolve().relative_to(root.resolve())
     finally:
         subprocess.run(["git", "worktree", "remove", "--force", str(wt)], cwd=root, capture_output=True)
         shutil.rmtree(wt, ignore_errors=True)
+
+
+def link_data(root: Path, wt: Path) -> list[Path]:
+    """Link into worktree ``wt`` every output of a ``.dvc`` file under ``root/data`` that this checkout has and the
+    worktree lacks (``data/mnist``: the code finds it beside itself, so a bare worktree would run on a stand-in and
+    its outputs would differ for want of data, not because of code). Returns the links made."""
+    made = []
+    for dvc_file in sorted((root / "data").glob("*.dvc")):
+        for out in (yaml.safe_load(dvc_file.read_text()) or {}).get("outs", []):
+            src, dst = dvc_file.parent / out["path"], wt / dvc_file.parent.relative_to(root) / out["path"]
+            if src.exists() and not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.symlink_to(src.resolve())
+                made.append(dst)
+    return made
 
 
 def _run_in(wt: Path, wproj: Path, project: Path, entry: dict) -> tuple[str, float]:
