@@ -42,3 +42,14 @@ def test_the_base_worktree_gets_the_checkouts_data(tmp_path):
     assert verify.link_data(root, wt) == [wt / "data" / "mnist"]
     assert (wt / "data" / "mnist" / "train.gz").read_bytes() == b"x" and not (wt / "data" / "absent").exists()
     assert verify.link_data(root, wt) == []
+
+
+def test_a_failed_side_shows_its_failures_not_the_time_breakdown():
+    log = "\n".join(["....F", "=" * 20 + " FAILURES " + "=" * 20, "___ test_x ___", "E   assert 1 == 2",
+                     "-" * 10 + " time breakdown " + "-" * 10, "per stage script (count, start-up+imports s, work s):",
+                     "=" * 10 + " short test summary info " + "=" * 10, "FAILED tests/t.py::test_x - assert 1 == 2",
+                     "1 failed in 3.0s"])
+    excerpt = smoke.failure_excerpt(log)
+    assert "E   assert 1 == 2" in excerpt and excerpt.endswith("1 failed in 3.0s")
+    assert smoke.failure_excerpt(log, limit=30).count("...") == 1
+    assert smoke.failure_excerpt("ERROR: file or directory not found: x") == "ERROR: file or directory not found: x"

@@ -32,6 +32,20 @@ def run_tests(root: Path, tests: list[str], basetemp: Path) -> subprocess.Comple
                            f"--basetemp={basetemp}", *tests], cwd=root, env=env, capture_output=True, text=True)
 
 
+def failure_excerpt(log: str, limit: int = 3000) -> str:
+    """What a failed pytest run says about its failures: its FAILURES / ERRORS section (cut to ``limit``
+    characters) and its short summary, not the time breakdown the suite prints last."""
+    lines = log.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("=") and (" FAILURES " in line or
+                                                                             " ERRORS " in line)), None)
+    summary = next((i for i, line in enumerate(lines) if " short test summary info " in line), None)
+    if start is None:
+        return log.strip()[-limit:]
+    body = "\n".join(lines[start:summary] if summary is not None and summary > start else lines[start:])
+    tail = "\n".join(lines[summary:]) if summary is not None else ""
+    return (body[:limit] + ("\n..." if len(body) > limit else "") + ("\n" + tail if tail else "")).strip()
+
+
 def output_folders(basetemp: Path) -> dict[str, Path]:
     """{relative name: folder} of every smoke repository's models/ and results/ under ``basetemp``."""
     found = {}
@@ -72,9 +86,8 @@ def main(argv: list[str] | None = None) -> int:
         new = run_tests(root, args.tests, work / "new")
         failed = [(side, r) for side, r in (("old", old), ("new", new)) if r.returncode != 0]
         for side, r in failed:
-            print(f"the tests failed with the {side} code:\n" + (r.stdout + r.stderr).strip()[-1500:])
-        if failed:
-            return 1
+            print(f"the tests failed with the {side} code:\n{failure_excerpt(r.stdout + r.stderr)}")
+        # the outputs are compared even then: a test that fails in its body has built its smoke repository
         rows = compare(work / "old", work / "new")
     if not rows:
         print("no smoke repository with models/ or results/ was kept: are these pipeline tests?")
@@ -83,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{verdict:>16}  {name}" + (f"  ({detail})" if detail else ""))
     bad = [r for r in rows if r[1] in ("differs", "one side only")]
     print(f"{len(rows) - len(bad)} of {len(rows)} output folders as the old code writes them"
-          f" (base {args.base}, seconds and host set aside)")
-    return 1 if bad else 0
+          f" (base {args.base}, seconds and host set aside)" + ("; a test failed (above)" if failed else ""))
+    return 1 if bad or failed else 0
 
 
 if __name__ == "__main__":
