@@ -109,6 +109,7 @@ farm: install
 bench: install
 	$(BIN)/python benchmarks/bench_local_training.py
 	$(BIN)/python benchmarks/bench_generator.py
+	$(BIN)/python benchmarks/bench_teacher_step.py
 	$(BIN)/python benchmarks/bench_fedhydra_run.py
 	$(BIN)/python benchmarks/bench_matching.py
 	$(BIN)/python benchmarks/bench_farm.py

@@ -32,6 +32,18 @@ def test_generator_benchmark(tmp_path):
     assert row["first_loss_looped"] == pytest.approx(row["first_loss_batched"], rel=1e-4)
 
 
+def test_teacher_step_benchmark(tmp_path):
+    out = tmp_path / "teacher_step.json"
+    p = subprocess.run([sys.executable, "benchmarks/bench_teacher_step.py", "--batch", "8", "--repeats", "1",
+                        "--clients", "3", "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert re.search(r"ratio +\d+\.\d\dx", p.stdout), p.stdout
+    rows = json.loads(out.read_text())["results"]
+    assert [r["arm"] for r in rows] == ["vmap+bn", "vmap", "loop+bn", "loop"]
+    assert all(r["seconds_per_step"] > 0 for r in rows) and rows[0]["speed_vs_vmap_bn"] == 1.0
+    assert float(re.search(r"largest logit difference between arms (\S+)\)", p.stdout).group(1)) < 1e-4
+
+
 def test_fedhydra_run_benchmark(tmp_path):
     row = bench("bench_fedhydra_run", tmp_path, "--g-steps", "2", "--ms-steps", "2")
     for path in ("reference", "fast"):
