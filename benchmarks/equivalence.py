@@ -35,13 +35,20 @@ class _Loaded(Exception):
         self.value = value
 
 
+#: fields added to a configuration dataclass after runs were recorded, with the value that computes what those runs
+#: computed: a field at that value is left out of the comparison, so the code before it and after it agree
+YOUNG_FIELDS = {"Accel": {"batched_teachers": True}}  # runtime.batched_teachers (finding F35): true = the vmap path
+
+
 def canon(value):
     """A JSON-able form that is the same for equal configurations whatever container the code returned them in."""
     import torch
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        young = YOUNG_FIELDS.get(type(value).__name__, {})
         return {"__type__": type(value).__name__,
-                **{f.name: canon(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+                **{f.name: canon(getattr(value, f.name)) for f in dataclasses.fields(value)
+                   if not (f.name in young and getattr(value, f.name) is young[f.name])}}
     if isinstance(value, dict) or hasattr(value, "items"):
         return {str(k): canon(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

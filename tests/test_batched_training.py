@@ -140,7 +140,9 @@ def test_bf16_steps_taken_inside_one_autocast_context_reach_the_next_forward():
     ({"batched_clients": "on"}, "runtime.batched_clients: unknown value 'on'; allowed: auto, true, false"),
     ({"precision": "fp16"}, "runtime.precision: unknown value 'fp16'; allowed: fp32, bf16"),
     ({"compile": "yes"}, "runtime.compile: must be true or false, got 'yes'"),
-    ({"amp": "bf16"}, "runtime.amp: unknown key; allowed: batched_clients, channels_last, compile, device, precision, threads"),
+    ({"batched_teachers": "yes"}, "runtime.batched_teachers: unknown value 'yes'; allowed: true, false, auto"),
+    ({"amp": "bf16"}, "runtime.amp: unknown key; allowed: batched_clients, batched_teachers, channels_last, compile, "
+                      "device, precision, threads"),
 ])
 def test_runtime_errors_are_one_line(runtime, message):
     with pytest.raises(ConfigError) as e:
@@ -152,6 +154,22 @@ def test_auto_batches_on_cuda_only():
     a = Accel()
     assert not a.batched(torch.device("cpu")) and a.batched(torch.device("cuda"))
     assert Accel(batched_clients=True).batched(torch.device("cpu"))
+
+
+def test_teacher_batching_is_recorded_only_off_its_default():
+    """``runtime.batched_teachers`` (finding F35): ``true`` by default on every device, as every recorded server run
+    used it, and then absent from the record (those records stay byte-identical); any other value is recorded with
+    what it gave, and reaches the server context."""
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert Accel().teachers_batched(cpu) and "batched_teachers" not in Accel().in_force(cpu)
+    assert set(Accel().in_force(cpu)) == {"device", "threads", "batched_clients", "precision", "channels_last",
+                                          "compile", "batched_clients_in_force", "channels_last_in_force"}
+    loop = Accel.from_params({"batched_teachers": False})
+    assert not loop.teachers_batched(cpu) and not loop.teachers_batched(cuda)
+    assert loop.in_force(cpu)["batched_teachers"] is False and loop.in_force(cpu)["batched_teachers_in_force"] is False
+    auto = Accel(batched_teachers="auto")
+    assert not auto.teachers_batched(cpu) and auto.teachers_batched(cuda)
+    assert auto.in_force(cuda)["batched_teachers_in_force"] is True
 
 
 def test_local_training_is_logged_live_as_each_client_epoch_ends(tmp_path, monkeypatch):
@@ -237,3 +255,16 @@ def test_counted_training_flops_equal_counting_the_whole_run(grad_clip):
     with spent(True) as cost:
         train_cohort(cohort, hp, torch.device("cpu"), progress=False)
     assert expected == cost.flops > 0
+
+
+def test_the_server_context_takes_its_teacher_batching_from_the_runtime(repo_root):
+    import yaml
+
+    from osfl.config import validate
+    from osfl.protocols.one_shot import build_context
+
+    params = yaml.safe_load((repo_root / "params.yaml").read_text())
+    cpu, x, y = torch.device("cpu"), torch.zeros(1, 1, 8, 8, dtype=torch.uint8), torch.zeros(1, dtype=torch.long)
+    for runtime, batched in (({}, True), ({"batched_teachers": False}, False), ({"batched_teachers": "auto"}, False)):
+        cfg = validate({**params, "runtime": {**(params.get("runtime") or {}), **runtime}})
+        assert build_context(cfg, [], x, y, cpu, progress=False).batched_ensemble is batched

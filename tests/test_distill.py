@@ -189,6 +189,24 @@ def test_batched_ensemble_matches_loop_and_passes_input_gradients(name, shape):
     assert all(p.grad is None for m in models for p in m.parameters())  # teachers get no gradients
 
 
+@pytest.mark.parametrize("batched", [True, False])
+def test_collecting_bn_statistics_leaves_logits_and_input_gradients_bit_identical(batched):
+    """A method whose BN weight is 0 may call ``forward`` in place of ``forward_with_bn`` (DENSE's bn = 0, FedHydra's
+    λ1 = 0, Co-Boosting): the statistics are only read, so the logits and the gradient of a loss without the BN term
+    are the same bits either way (the runs recorded before DENSE skipped them stay current)."""
+    models = _clients("cnn2", (1, 28, 28))
+    ens = BatchedEnsemble(models, batched=batched)
+    y = torch.arange(12) % 10
+    x = torch.rand(12, 1, 28, 28)
+    outs = []
+    for with_bn in (True, False):
+        xi = x.clone().requires_grad_(True)
+        z = ens.forward_with_bn(xi)[0] if with_bn else ens(xi)
+        (g,) = torch.autograd.grad(F.cross_entropy(ens.combine(z), y), xi)
+        outs.append((z.detach(), g))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
 def test_batched_ensemble_runs_under_bf16_autocast_like_the_loop():
     """Autocast does not reach through vmap: the batched path casts weights and input as autocast would, so a
     bf16 server (runtime.precision: bf16) runs and agrees with the looped path to bf16 precision."""

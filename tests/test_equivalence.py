@@ -33,3 +33,16 @@ def test_a_stage_command_is_run_until_its_configuration_is_loaded(monkeypatch):
     assert bad["exit"].startswith("2: error: alpah") and "alpha" in bad["exit"]
     assert "not a run stage" in equivalence.resolve_stage(["bash", "-c", "true"])
     assert os.getcwd() == str(ROOT)
+
+
+def test_a_young_field_at_the_value_of_the_recorded_runs_is_left_out_and_any_other_value_shows():
+    """runtime.batched_teachers did not exist when the runs were recorded: at ``true`` (what they computed) the
+    configuration compares equal to one without the field; ``false`` or ``auto`` is a change."""
+    from osfl.accel import Accel
+
+    typed = validate(yaml.safe_load((ROOT / "params.yaml").read_text()))
+    now = equivalence.configuration(typed)
+    assert "batched_teachers" not in now["settings"]["runtime"] and now["settings"]["runtime"]["__type__"] == "Accel"
+    for other in (False, "auto"):
+        moved = typed.replace(runtime=Accel(**{**dataclasses.asdict(typed.runtime), "batched_teachers": other}))
+        assert equivalence.configuration(moved) != now

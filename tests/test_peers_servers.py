@@ -19,6 +19,8 @@ def record(seeds, finals, settings=None):
 def test_a_variant_is_an_arm_of_ours_with_server_settings():
     assert servers.parse_variant("ods4:odseta=4.0", "coboost") == ("ours_ods4", ("server.coboost.odseta=4.0",))
     assert servers.parse_variant("x:T=1,lr=0.01", "dense")[1] == ("server.dense.T=1", "server.dense.lr=0.01")
+    assert servers.parse_variant("loop:runtime.batched_teachers=false,bn=0", "dense")[1] == (
+        "runtime.batched_teachers=false", "server.dense.bn=0")
     with pytest.raises(SystemExit):
         servers.parse_variant("ods4", "coboost")
 

@@ -176,11 +176,13 @@ def our_server(work: Path, stage, args, tag: str = "", extra: tuple[str, ...] = 
 
 
 def parse_variant(text: str, method: str) -> tuple[str, tuple[str, ...]]:
-    """``NAME:key=value,key=value`` -> (``ours_NAME``, the ``--set`` values on server.<method>)."""
+    """``NAME:key=value,key=value`` -> (``ours_NAME``, the ``--set`` values on server.<method>; a key that starts
+    with ``runtime.`` is an execution switch and passes as it is, e.g. ``loop:runtime.batched_teachers=false``)."""
     name, _, sets = text.partition(":")
     if not name or not sets or not all("=" in kv for kv in sets.split(",")):
         raise SystemExit(f"--variant {text!r}: expected NAME:key=value[,key=value...]")
-    return f"ours_{name}", tuple(f"server.{method}.{kv}" for kv in sets.split(","))
+    return f"ours_{name}", tuple(kv if kv.startswith("runtime.") else f"server.{method}.{kv}"
+                                 for kv in sets.split(","))
 
 
 def live_curve(live: Path) -> list[float]:

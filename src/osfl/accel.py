@@ -15,6 +15,13 @@ The values in force are recorded with every result (client manifests, server man
 * ``batched_clients``: ``auto`` | ``true`` | ``false``. Clients of one architecture train as one ``vmap``-batched
   model (:mod:`osfl.clients.batched`). ``auto`` = on for CUDA, off on the CPU (on a 2-core CPU the batched
   path is faster for the 2-layer CNN but slower for the 3-layer CNNs: ``benchmarks/bench_local_training.py``).
+* ``batched_teachers``: ``true`` | ``false`` | ``auto``. A server's teacher ensemble (the client models of one
+  architecture) runs as one ``vmap``-batched call (``true``, :class:`osfl.distill.ensemble.BatchedEnsemble`) or as
+  a loop over the clients (``false``; ``auto`` = batched on CUDA, the loop on the CPU). The two give the same numbers
+  within float tolerance, not the same bits. ``true`` is the default because every server run recorded so far
+  used it; on a 2-core CPU the loop is faster (``benchmarks/bench_generator.py``; finding F35 of
+  benchmarks/peers/findings.yaml). Recorded with results only when it is not ``true``, so that the runs
+  recorded before the switch existed stay byte-identical.
 * ``precision``: ``fp32`` | ``bf16``. bf16 autocast around forward passes and losses (local training and the server
   methods); the optimiser state stays float32. The autocast's weight-cast cache is off: a server method runs
   inside ONE autocast context across its optimiser steps, and with the cache a parameter's bf16 copy, made at its
@@ -39,6 +46,7 @@ class Accel:
     device: str = "cpu"
     threads: int = 1
     batched_clients: str | bool = "auto"
+    batched_teachers: str | bool = True
     precision: str = "fp32"
     channels_last: bool = False
     compile: bool = False
@@ -62,6 +70,9 @@ class Accel:
         if not (out.batched_clients == "auto" or isinstance(out.batched_clients, bool)):
             raise ConfigError("runtime.batched_clients",
                               f"unknown value {out.batched_clients!r}; allowed: auto, true, false")
+        if not (out.batched_teachers == "auto" or isinstance(out.batched_teachers, bool)):
+            raise ConfigError("runtime.batched_teachers",
+                              f"unknown value {out.batched_teachers!r}; allowed: true, false, auto")
         if out.precision not in cls.PRECISIONS:
             raise ConfigError("runtime.precision",
                               f"unknown value {out.precision!r}; allowed: {', '.join(cls.PRECISIONS)}")
@@ -75,6 +86,12 @@ class Accel:
             return device.type == "cuda"
         return bool(self.batched_clients)
 
+    def teachers_batched(self, device: torch.device) -> bool:
+        """Whether a server's teacher ensembles run as one vmapped call per architecture on ``device``."""
+        if self.batched_teachers == "auto":
+            return device.type == "cuda"
+        return bool(self.batched_teachers)
+
     def autocast(self, device: torch.device):
         """A context for forward passes: bf16 autocast when ``precision: bf16``, else a no-op. Without the weight
         cache: optimiser steps taken inside the context reach the next forward (module docstring)."""
@@ -83,6 +100,12 @@ class Accel:
         return contextlib.nullcontext()
 
     def in_force(self, device: torch.device) -> dict[str, Any]:
-        """What was actually used on ``device`` (recorded with results)."""
-        return {**asdict(self), "batched_clients_in_force": self.batched(device),
-                "channels_last_in_force": self.channels_last and device.type == "cuda"}
+        """What was actually used on ``device`` (recorded with results). ``batched_teachers`` appears only when it is
+        not the default ``true`` (with what it gave on ``device``): the records written before it existed stay as
+        they are."""
+        out = {**asdict(self), "batched_clients_in_force": self.batched(device),
+               "channels_last_in_force": self.channels_last and device.type == "cuda"}
+        del out["batched_teachers"]
+        if self.batched_teachers is not True:
+            out.update(batched_teachers=self.batched_teachers, batched_teachers_in_force=self.teachers_batched(device))
+        return out

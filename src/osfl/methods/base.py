@@ -42,7 +42,8 @@ class ServerContext:
     dataset: str = ""  # registry name of the main dataset
     # name -> unlabeled uint8 training images of another dataset on the device (FedDF's auxiliary data)
     aux_loader: Callable[[str], torch.Tensor] | None = None
-    # False runs every teacher ensemble as a Python loop over the clients (the reference path of the benchmarks)
+    # False runs every teacher ensemble as a Python loop over the clients (runtime.batched_teachers; the benchmarks'
+    # reference path)
     batched_ensemble: bool = True
     # called with each epoch's curve entry as soon as it is measured (the server stage logs it live with dvclive)
     on_epoch: Callable[[dict], None] | None = None

@@ -68,10 +68,13 @@ class Dense(ServerMethod):
 
         def step_loss(x, y):
             view = augment_batch(x, p["synth_augment"], aug_rng)
-            per_client, bn = teacher.forward_with_bn(view)
+            if p["bn"]:  # bn = 0 (the official code's reading) collects no statistics, as FedHydra's λ1 = 0
+                per_client, bn = teacher.forward_with_bn(view)
+            else:
+                per_client, bn = teacher(view), None
             t_out = teacher.combine(per_client)
             loss = p["oh"] * F.cross_entropy(t_out, y)
-            if p["bn"]:
+            if bn is not None:
                 loss = loss + p["bn"] * bn.sum()
             if p["adv"]:
                 loss = loss + p["adv"] * adversarial_loss(frozen_forward(student, view), t_out, T=1.0,

@@ -57,7 +57,8 @@ def build_context(cfg: RunConfig, uploads: list[ClientUpload], x_test: torch.Ten
                          num_classes=spec.num_classes, x_test=x_test, y_test=y_test, device=device,
                          seed=cfg.seed if seed is None else seed, profile=cfg.profile, progress=progress,
                          dataset=spec.name, aux_loader=aux_loader, on_epoch=on_epoch,
-                         distilled=list(distilled or []), track_teacher=track_teacher)
+                         distilled=list(distilled or []), track_teacher=track_teacher,
+                         batched_ensemble=cfg.runtime.teachers_batched(device))
 
 
 def run_method(method: ServerMethod, ctx: ServerContext, cfg: RunConfig) -> tuple[ServerResult, float]:
