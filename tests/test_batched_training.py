@@ -260,7 +260,7 @@ def test_counted_training_flops_equal_counting_the_whole_run(grad_clip):
 def test_the_server_context_takes_its_teacher_batching_from_the_runtime(repo_root):
     import yaml
 
-    from osfl.config import validate
+    from osfl.runconfig import validate
     from osfl.protocols.one_shot import build_context
 
     params = yaml.safe_load((repo_root / "params.yaml").read_text())

@@ -7,7 +7,9 @@ import sys
 import pytest
 import yaml
 
-from osfl.config import PROFILES, RunConfig, scaled_epochs, validate
+from osfl.config import PROFILES, RunConfig, scaled_epochs
+
+from osfl.runconfig import validate
 from osfl.errors import ConfigError
 
 with open("params.yaml") as f:
@@ -122,9 +124,10 @@ def test_paper_params_files_admit_their_own_keys_only():
 def test_params_yaml_writes_only_what_differs_from_the_defaults():
     """params.yaml has one `server.<method>` entry per method (each server stage depends on its own) holding only
     values that differ from the method file's defaults (the paper's values, the SPEC's proposals), so `dvc exp show`
-    lists the knobs that differ; `python -m osfl.config` prints every default; `-S ++server.<m>.<key>=v` sets one."""
+    lists the knobs that differ; `python -m osfl.runconfig` prints every default; `-S ++server.<m>.<key>=v` sets one."""
     from osfl.accel import Accel
-    from osfl.config import LocalTraining, all_defaults
+    from osfl.config import LocalTraining
+    from osfl.runconfig import all_defaults
     from osfl.methods import METHODS
 
     assert set(BASE["server"]) == set(METHODS.names())
@@ -141,7 +144,7 @@ def test_params_yaml_writes_only_what_differs_from_the_defaults():
     assert validate({**BASE, "server": {**BASE["server"], "dense": {"adv": 0.5}}})
     with pytest.raises(ConfigError, match=r"^server.dense.avd: unknown key; did you mean server.dense.adv\?"):
         validate({**BASE, "server": {**BASE["server"], "dense": {"avd": 0.5}}})
-    out = subprocess.run([sys.executable, "-m", "osfl.config"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-m", "osfl.runconfig"], capture_output=True, text=True, check=True).stdout
     assert yaml.safe_load(out) == defaults
 
 

@@ -103,7 +103,7 @@ def test_every_paper_cpu_block_is_valid_and_its_stages_list_it():
                       for k in v]
             if "profile" in listed:  # a stage that reads the profile reads the cpu block under it
                 assert "cpu" in listed, f"{pfile.parent.name}: stage {name} lists profile but not cpu"
-            if "cpu" in listed and "inputs" in p:  # every stage validates the input preparation (osfl.config.load_run)
+            if "cpu" in listed and "inputs" in p:  # every stage validates the input preparation (osfl.runconfig.load_run)
                 assert "inputs" in listed, f"{pfile.parent.name}: stage {name} lists cpu but not inputs"
 
 

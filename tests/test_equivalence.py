@@ -8,7 +8,8 @@ from pathlib import Path
 import yaml
 
 from benchmarks import equivalence
-from osfl.config import ExperimentPaths, validate
+from osfl.config import ExperimentPaths
+from osfl.runconfig import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -12,7 +12,8 @@ import torch
 import yaml
 
 from osfl.clients.cohort import initial_states
-from osfl.config import ExperimentPaths, get_profile, validate
+from osfl.config import ExperimentPaths, get_profile
+from osfl.runconfig import validate
 from osfl.errors import ConfigError
 from osfl.protocols.multi_round import RoundsConfig, read_rounds
 from osfl.stages import rounds as rounds_stage

@@ -42,7 +42,9 @@ import pytest
 import yaml
 from helpers import BIN, sh
 
-from osfl.config import for_dataset, validate
+from osfl.config import for_dataset
+
+from osfl.runconfig import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -1,11 +1,11 @@
-"""A run's configuration, in one module: loading ``params.yaml``, merging, validation, one typed object.
+"""A run's settings and the checks that need nothing above them: the leaf of the configuration layer.
 
-:func:`load_run` is the only way a stage gets its configuration. In this order it reads the params file, applies the
-``--split`` shorthand and the ``--set`` overrides, merges the paper's ``per_dataset`` values for the run's dataset
-(then the overrides again, so that they win), picks a per-dataset ``model``, applies the ``cpu`` profile's named
-reductions (:mod:`osfl.cpu_profile`, the overrides winning once more), validates every key, pins threads and device,
-and returns a frozen :class:`RunConfig`: the resolved params (for the keys a stage checks itself) beside the
-validated settings, the device and the experiment's paths.
+Here: reading a params file, the ``--set`` overrides, the split shorthand, the per-dataset merge, the check of every
+top-level key (the main experiment's, plus those a pipeline lists in the ``keys.yaml`` beside its params file), the
+one-line value checks, and the typed settings (:class:`LocalTraining`, :class:`CVAETraining`, :class:`RunConfig`,
+:class:`ExperimentPaths`). It imports no registry, no paper and no profile logic, so every package may import it
+without a cycle (tests/test_import_graph.py). Resolving and validating a whole run, which asks the registries and the
+cpu profile, is :func:`osfl.runconfig.load_run`, the only way a stage gets its configuration.
 
 The paper's hyper-parameters are written in ``params.yaml`` unchanged. Reduced scale comes only from the
 ``profile`` key, which the stages apply when they read a value (:func:`scaled_epochs`); the value in force is
@@ -19,12 +19,19 @@ import math
 import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
 from .errors import ConfigError, unknown_key
 from .profiles import PROFILES, Profile, get_profile, scaled, scaled_epochs  # noqa: F401  (re-exported)
+
+if TYPE_CHECKING:  # the settings' types, for readers and checkers; importing them would pull in torch
+    import torch
+
+    from .accel import Accel
+    from .data import DatasetSpec
+    from .data.inputs import InputPrep
 
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
@@ -198,25 +205,10 @@ class CVAETraining:
         return asdict(self)
 
 
-def client_architectures(value: Any, clients: int, model: str, shape) -> list[str]:
-    """Each client's architecture. ``client_models`` empty (or absent): every client uses ``model``, the server's
-    architecture (homogeneous). A list (or comma-separated string) of ``clients`` registry names: client k uses entry k (heterogeneous
-    clients, FedHydra Tables 3, 9, 10: M1..M5); ``model`` stays the server's."""
-    from .models import resolve_model_name
 
-    if value in (None, "", []):
-        return [model] * clients
-    if isinstance(value, str):  # "a,b,c": how a DVC command passes a list
-        value = [v.strip() for v in value.split(",")]
-    if not isinstance(value, list):
-        raise ConfigError("client_models", f"must be a list of {clients} model names or empty, got {value!r}")
-    if len(value) != clients:
-        raise ConfigError("client_models", f"lists {len(value)} architectures for clients={clients}; give one per client")
-    return [resolve_model_name(v, shape, key="client_models") for v in value]
-
-
-#: The keys of the main experiment's params file (params.yaml); a paper's params file may add its own
-#: (:data:`osfl.papers.PIPELINE_KEYS`). Nested keys are checked by what reads them (local, runtime, server, data).
+#: The keys of the main experiment's params file (params.yaml); a paper's params file may add its own, listed in
+#: the ``keys.yaml`` beside it (:func:`pipeline_keys`). Nested keys are checked by what reads them (local, runtime,
+#: server, data).
 MAIN_KEYS = ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client", "assignment", "clients",
              "model", "client_models", "methods", "data", "local", "server", "runtime",
              "rounds", "localcurve",  # read by the multi-round and local-curve stages (checked there)
@@ -224,25 +216,30 @@ MAIN_KEYS = ("profile", "seed", "dataset", "partition", "alpha", "classes_per_cl
              "inputs")  # input preparation: resizing and the models' normalisation (osfl.data.inputs)
 DATA_KEYS = ("mirror",)
 FARM_KEYS = ("resources",)  # read by `python -m osfl.farm` alone (osfl.farm.plan.stage_resources checks the values)
+PIPELINE_KEYS_FILE = "keys.yaml"  # beside a pipeline's params.yaml: the keys that pipeline adds
 
 
-def paper_of(params_file: str | Path | None) -> str | None:
-    """``fedhydra`` for ``papers/fedhydra/params.yaml``; None for the main params file."""
+def pipeline_keys(params_file: str | Path | None) -> dict[str, tuple[str, ...] | None]:
+    """The keys a pipeline's params file adds to :data:`MAIN_KEYS`, read from the ``keys.yaml`` beside it (data, so
+    that adding a paper edits no module): key -> its allowed sub-keys, or None for a plain value or a free list.
+    Nothing for a params file without one (the main experiment's)."""
     if params_file is None:
-        return None
-    parts = Path(params_file).resolve().parts  # the paper's stages pass ``params.yaml`` from papers/<paper>/
-    return parts[-2] if len(parts) >= 3 and parts[-3] == "papers" and parts[-1] == "params.yaml" else None
+        return {}
+    path = Path(params_file).parent / PIPELINE_KEYS_FILE
+    if not path.is_file():
+        return {}
+    keys = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(keys, dict) or not all(v is None or isinstance(v, list) for v in keys.values()):
+        raise ConfigError(str(path), "must map each key to a list of its sub-keys or to null")
+    return {str(k): None if v is None else tuple(str(x) for x in v) for k, v in keys.items()}
 
 
 def check_keys(params: Mapping[str, Any], params_file: str | Path | None = None) -> None:
     """Fail on the first key of ``params`` that nothing reads, naming the nearest known key (a typo such as
-    ``alpah`` or ``local.momentun`` would otherwise be ignored silently)."""
-    from .papers import PIPELINE_KEYS
-
-    paper = paper_of(params_file)
-    extra = PIPELINE_KEYS.get(paper, {}) if paper else {}
+    ``alpah`` or ``local.momentun`` would otherwise be ignored silently). ``params_file``: the file ``params`` came
+    from; the keys its pipeline adds (:func:`pipeline_keys`) are admitted too."""
     known = {**{k: None for k in MAIN_KEYS}, "data": DATA_KEYS, "local": LocalTraining.KEYS, "farm": FARM_KEYS,
-             **extra}
+             **pipeline_keys(params_file)}
     for key, value in params.items():
         if key not in known:
             raise unknown_key(str(key), known)
@@ -254,73 +251,6 @@ def check_keys(params: Mapping[str, Any], params_file: str | Path | None = None)
         for k in value:
             if k not in sub:
                 raise unknown_key(f"{key}.{k}", sub)
-
-
-def check_server(params: Mapping[str, Any]) -> None:
-    """Every ``server.<method>`` mapping names a method and only that method's hyper-parameters, with valid values
-    (each method's constructor checks them), whether or not the method is in ``methods``."""
-    from .methods import METHODS
-
-    server = params.get("server") or {}
-    if not isinstance(server, Mapping):
-        raise ConfigError("server", "must be a mapping of method name -> hyper-parameters")
-    for name, own in server.items():
-        if name not in METHODS:
-            raise unknown_key(f"server.{name}", METHODS.names())
-        if own is not None and not isinstance(own, Mapping):
-            raise ConfigError(f"server.{name}", "must be a mapping of hyper-parameters")
-        METHODS.get(name)(**(own or {}))
-
-
-def validate(params: Mapping[str, Any], params_file: str | Path | None = None) -> "RunConfig":
-    """Check every key of resolved ``params`` before any work; the settings as a :class:`RunConfig` (no device
-    pinned, no paths: :func:`load_run` adds them). ``params_file`` (``papers/<paper>/params.yaml``) admits the
-    keys that paper's pipeline adds."""
-    # late imports: the registries import torch, and config must stay importable on its own
-    from .data import get_spec
-    from .methods import METHODS
-    from .models import resolve_model_name
-    from .partition import validate_params as validate_partition
-
-    check_keys(params, params_file)
-    profile = get_profile(require(params, "profile"))
-    seed = check_int("seed", require(params, "seed"), minimum=0)
-    from .data.inputs import InputPrep
-
-    spec = get_spec(require(params, "dataset"))
-    inputs = InputPrep.from_params(params.get("inputs"), spec.name, spec.shape[0])
-    spec = inputs.spec(spec)  # the models' input shape (resized when inputs.size is set)
-    clients = check_int("clients", require(params, "clients"), minimum=1)
-    scheme = require(params, "partition")
-    alpha = require(params, "alpha")
-    cpc = require(params, "classes_per_client")
-    assignment = params.get("assignment", "cyclic")
-    n_train = spec.n_train if profile.max_train is None else min(spec.n_train, profile.max_train)
-    validate_partition(scheme, clients, n_train, spec.num_classes, alpha=alpha, classes_per_client=cpc,
-                       assignment=assignment)
-    model = resolve_model_name(require(params, "model"), spec.shape, key="model")
-    client_models = client_architectures(params.get("client_models"), clients, model, spec.shape)
-    methods = require(params, "methods")
-    if isinstance(methods, str):
-        methods = [methods]
-    if not isinstance(methods, list) or not methods:
-        raise ConfigError("methods", f"must be a non-empty list; allowed: {', '.join(METHODS.names())}")
-    for m in methods:
-        if not isinstance(m, str):
-            raise ConfigError("methods", f"entry {m!r} is not a method name; allowed: {', '.join(METHODS.names())}")
-        METHODS.get(m, key="methods")
-    if len(set(methods)) != len(methods):
-        raise ConfigError("methods", f"lists a method twice: {methods}")
-    check_server(params)
-    local = LocalTraining.from_params(params.get("local"))
-    mirror = (params.get("data") or {}).get("mirror") or None
-    from .accel import Accel
-
-    runtime = Accel.from_params(params.get("runtime"))
-    return RunConfig(params=params, profile=profile, seed=seed, dataset=spec, clients=clients, partition=scheme,
-                     alpha=alpha, classes_per_client=cpc, assignment=assignment, model=model,
-                     client_models=client_models, methods=methods, local=local,
-                     mirror=Path(mirror) if mirror else None, runtime=runtime, inputs=inputs)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -370,26 +300,27 @@ class ExperimentPaths:
 class RunConfig:
     """One run's configuration, validated. ``params`` is the resolved params mapping (split, overrides,
     per-dataset values and the cpu profile applied), which a stage reads for the keys it checks itself (``server``,
-    ``cvae``, a paper's own blocks); every other field is a validated setting. :func:`load_run` sets ``device``
-    (threads and device pinned) and ``paths``; :func:`validate` alone leaves them None."""
+    ``cvae``, a paper's own blocks); every other field is a validated setting. :func:`osfl.runconfig.load_run`
+    sets ``device`` (threads and device pinned) and ``paths``; :func:`osfl.runconfig.validate` alone leaves them
+    None."""
 
     params: Mapping[str, Any]
     profile: Profile
     seed: int
-    dataset: Any  # osfl.data.DatasetSpec, with the models' input shape
+    dataset: DatasetSpec  # with the models' input shape
     clients: int
     partition: str
-    alpha: Any
-    classes_per_client: Any
+    alpha: Any  # the scheme checks it; a scheme without an alpha leaves it as written (often null)
+    classes_per_client: Any  # likewise
     assignment: str
     model: str
     client_models: list[str]
     methods: list[str]
     local: LocalTraining
     mirror: Path | None
-    runtime: Any  # osfl.accel.Accel
-    inputs: Any  # osfl.data.inputs.InputPrep
-    device: Any = None  # torch.device
+    runtime: Accel
+    inputs: InputPrep
+    device: torch.device | None = None
     paths: ExperimentPaths | None = None
 
     def replace(self, **changes) -> "RunConfig":
@@ -461,43 +392,3 @@ def merge_per_dataset(params: dict) -> dict:
     return merge(out, own)
 
 
-def resolve_params(params: dict, split: str | None = None, overrides: list[str] = ()) -> dict:
-    """A params file's mapping as one run reads it: the split shorthand, the overrides, the paper's per-dataset
-    values (the overrides again), the per-dataset ``model``, then the cpu profile's reductions (the overrides again)."""
-    from . import cpu_profile  # late: it reads apply_overrides from here
-
-    overrides = list(overrides)
-    if split:
-        params = {**params, **split_params(split)}
-    params = apply_overrides(params, overrides)  # --set dataset=... picks the per_dataset entry
-    if "per_dataset" in params:
-        params = apply_overrides(merge_per_dataset(params), overrides)
-    if isinstance(params.get("model"), dict):  # a paper's per-dataset architecture: this run's
-        params = {**params, "model": for_dataset(params["model"], params.get("dataset"), "model")}
-    return cpu_profile.apply(params, overrides)
-
-
-def load_run(args) -> RunConfig:
-    """A stage's configuration from its command line (``osfl.stages.common.parser``'s namespace): the params file
-    resolved (:func:`resolve_params`), validated (:func:`validate`), threads, deterministic kernels and device
-    pinned before any work (``runtime.threads`` / ``runtime.device``), and the experiment's paths."""
-    from .runtime import apply_execution
-
-    params = resolve_params(load_params(args.params), getattr(args, "split", None), getattr(args, "overrides", []))
-    cfg = validate(params, params_file=args.params)
-    paths = ExperimentPaths(args.experiment, cfg.dataset.name, getattr(args, "data_root", "data/prepared"),
-                            getattr(args, "partition_of", None), getattr(args, "clients_of", None))
-    return cfg.replace(device=apply_execution(cfg.runtime.threads, cfg.runtime.device), paths=paths)
-
-
-def all_defaults() -> dict[str, Any]:
-    """Every key a params file may leave out, with its default (the papers' values; see params.yaml)."""
-    from .accel import Accel
-    from .methods import METHODS
-
-    return {"data": {k: "" for k in DATA_KEYS}, "local": asdict(LocalTraining()), "runtime": asdict(Accel()),
-            "server": {name: dict(METHODS.get(name).defaults) for name in METHODS.names()}}
-
-
-if __name__ == "__main__":  # python -m osfl.config: print them (YAML)
-    print(yaml.safe_dump(all_defaults(), sort_keys=False, width=120), end="")

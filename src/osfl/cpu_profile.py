@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Mapping
 
+from .config import apply_overrides
 from .errors import ConfigError, unknown_key
 
 CPU_KEYS = ("budget", "set", "models", "guards")
@@ -79,8 +80,6 @@ def apply(params: dict, overrides: list[str] | None = None) -> dict:
     """``params`` under its profile: for ``cpu``, the block's model replacements and ``set`` overrides, then the
     command line's ``overrides`` again (they win); other profiles unchanged. ``profile: cpu`` without a block
     fails: the profile means nothing but a paper's reductions."""
-    from .config import apply_overrides  # late: config imports this module when it resolves a run
-
     block = validate(params.get("cpu"))
     if params.get("profile") != "cpu":
         return params

@@ -54,7 +54,7 @@ def set_deterministic() -> None:
 def apply_execution(threads: int, device_name: str) -> torch.device:
     """Pin how this process computes: ``threads`` intra-op threads, one inter-op thread, deterministic
     algorithms (``warn_only``: an op without a deterministic CUDA kernel warns instead of failing), no cuDNN
-    auto-tuning. Called by every stage before any work (:func:`osfl.config.load_run`); returns the
+    auto-tuning. Called by every stage before any work (:func:`osfl.runconfig.load_run`); returns the
     device. What was in force is recorded with every result (:func:`device_info`)."""
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # cuBLAS' deterministic workspace
     torch.set_num_threads(threads)

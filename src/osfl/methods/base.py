@@ -22,7 +22,7 @@ import torch
 from ..errors import ConfigError, unknown_key
 from ..profiles import Profile, scaled, scaled_epochs
 
-if TYPE_CHECKING:  # annotations only: validating params (osfl.config) imports this file without them
+if TYPE_CHECKING:  # annotations only: validating params (osfl.runconfig) imports this file without them
     from ..clients.upload import ClientUpload
     from ..evaluation import Predictor
 

@@ -4,7 +4,7 @@ DVC re-runs a stage only when a params key it lists changes, so a key that no st
 ``alpah: 0.1``, or ``-S ++bogus_top=1``) used to change nothing and pass silently, and a bad ``methods`` entry
 surfaced as DVC's own missing-file error after the stages before it were checked. This stage lists the whole
 params file, so any change re-runs it first (``prepare`` depends on its output), and it fails in one line naming
-the key and what is allowed (:func:`osfl.config.load_run`: unknown keys at any level with "did you mean", unknown
+the key and what is allowed (:func:`osfl.runconfig.load_run`: unknown keys at any level with "did you mean", unknown
 methods, values out of range). Its output says only that the check passed, the same bytes for every valid file,
 so a change of params re-runs nothing downstream that does not read the changed key.
 """
@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..config import load_run
+from ..runconfig import load_run
 from .common import parser, run_stage
 
+#: the record's bytes, unchanged since the check was added (prepare depends on them); the validation is
+#: :func:`osfl.runconfig.validate` today
 PASSED = "params.yaml: every key known, every value valid (osfl.config.validate)\n"
 
 

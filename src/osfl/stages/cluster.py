@@ -10,7 +10,7 @@ import numpy as np
 
 from ..clients.upload import read_uploads
 from ..clustering import ClusteringSettings, cluster_clients
-from ..config import load_run
+from ..runconfig import load_run
 from ..runtime import derive_seed, write_json
 from .common import parser, require_input, run_stage
 

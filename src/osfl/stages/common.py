@@ -1,5 +1,5 @@
 """What the stage scripts share: argument parsing, error handling, data loading. A stage's configuration comes from
-:func:`osfl.config.load_run` alone."""
+:func:`osfl.runconfig.load_run` alone."""
 from __future__ import annotations
 
 import argparse

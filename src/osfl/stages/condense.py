@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from ..clients.upload import write_upload
 from ..condense import distribution_matching
 from ..condense.settings import Condensation
-from ..config import load_run
+from ..runconfig import load_run
 from ..cost.counter import spent
 from ..errors import ConfigError
 from ..evaluation import to_float

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from ..clients.upload import read_uploads
-from ..config import load_run
+from ..runconfig import load_run
 from ..distill.ensemble import uploads_ensemble, voting_predictor
 from ..evaluation import accuracy
 from ..models import build_model

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
-from ..config import load_run
+from ..runconfig import load_run
 from ..errors import ConfigError
 from ..evaluation.fid import DESCRIPTIONS, check_extractor, frechet_distances
 from ..generative.synthesis import allocate, decoder_from_upload, generate

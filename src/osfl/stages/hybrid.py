@@ -25,7 +25,8 @@ import torch
 from ..clients.cohort import initial_states
 from ..clustering import Clustering
 from ..clients.upload import read_uploads
-from ..config import load_run, scaled_epochs
+from ..config import scaled_epochs
+from ..runconfig import load_run
 from ..cpu_profile import server_guard, warn_failed
 from ..evaluation import accuracy
 from ..models import build_model

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from ..clients.upload import write_upload
 from ..clustering import Clustering
 from ..condense import KIPSettings, kernel_inducing_points_many, to_uint8
-from ..config import load_run
+from ..runconfig import load_run
 from ..evaluation import to_float
 from ..profiles import scaled
 from ..runtime import derive_seed, read_json, write_json

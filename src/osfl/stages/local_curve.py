@@ -17,7 +17,8 @@ import torch
 
 from ..augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort
-from ..config import load_run, scaled_epochs
+from ..config import scaled_epochs
+from ..runconfig import load_run
 from ..errors import ConfigError
 from ..evaluation import accuracy
 from ..methods.base import average_state_dicts

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..config import load_run
+from ..runconfig import load_run
 from ..partition import make_partition, save_partition
 from ..partition.report import partition_summary, plot_partition
 from ..runtime import derive_seed, staged_dir, write_json

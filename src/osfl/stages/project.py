@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from ..clients.projections import layer_projections
 from ..clients.upload import write_upload
-from ..config import load_run
+from ..runconfig import load_run
 from ..errors import ConfigError
 from ..evaluation import to_float
 from ..runtime import derive_seed, write_json

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..config import load_run
+from ..runconfig import load_run
 from ..methods import METHODS
 from ..partition import PARTITIONS
 from ..reporting import bar_chart, curves, write_table

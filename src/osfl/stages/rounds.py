@@ -10,7 +10,9 @@ from pathlib import Path
 
 import torch
 
-from ..config import RunConfig, load_run
+from ..config import RunConfig
+
+from ..runconfig import load_run
 from ..data import ArrayData
 from ..partition import Partition, load_partition
 from ..protocols.multi_round import RoundsConfig, RoundsResult, check_run, read_rounds, run_rounds

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
-from ..config import load_run
+from ..runconfig import load_run
 from ..errors import ConfigError
 from ..generative.synthesis import allocate, decoder_from_upload, generate
 from ..runtime import derive_seed, staged_dir

@@ -9,7 +9,8 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
-from ..config import RunConfig, load_run
+from ..config import RunConfig
+from ..runconfig import load_run
 from ..cost.counter import spent
 from ..data import DATASETS, get_spec, is_stand_in, load_prepared, prepare_dataset
 from ..errors import ConfigError

@@ -17,7 +17,7 @@ import torch
 
 from ..clients.upload import write_upload
 from ..clustering import ClusteringSettings, predict_soft_labels
-from ..config import load_run
+from ..runconfig import load_run
 from ..data import load_prepared
 from ..errors import ConfigError
 from ..evaluation import to_float

@@ -12,7 +12,8 @@ from ..clients.cohort import (build_cohort, cohort_training_flops, initial_state
                               upload_cohort)
 from ..clients.dp import dp_record
 from ..clients.parallel import client_processes
-from ..config import load_run, scaled_epochs
+from ..config import scaled_epochs
+from ..runconfig import load_run
 from ..cpu_profile import client_guard, warn_failed
 from ..evaluation import accuracy
 from ..partition import load_partition

@@ -40,7 +40,8 @@ from tqdm.auto import tqdm
 from ..augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..clients.parallel import client_processes
-from ..config import CVAETraining, LocalTraining, check_int, for_dataset, load_run, scaled_epochs
+from ..config import CVAETraining, LocalTraining, check_int, for_dataset, scaled_epochs
+from ..runconfig import load_run
 from ..cpu_profile import client_guard, cvae_guard, guard_floors, warn_failed
 from ..errors import ConfigError, unknown_key
 from ..generative.cvae import CVAEDiverged, mean_image_loss, train_cvae
