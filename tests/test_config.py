@@ -8,9 +8,8 @@ import pytest
 import yaml
 
 from osfl.config import PROFILES, RunConfig, scaled_epochs
-
-from osfl.runconfig import validate
 from osfl.errors import ConfigError
+from osfl.runconfig import validate
 
 with open("params.yaml") as f:
     BASE = yaml.safe_load(f)
@@ -121,6 +120,23 @@ def test_paper_params_files_admit_their_own_keys_only():
         validate({**fh, "hetero": {**fh["hetero"], "server_modle": "x"}}, params_file="papers/fedhydra/params.yaml")
 
 
+def test_a_new_paper_s_keys_are_data_in_its_own_folder(tmp_path):
+    """A paper adds params keys by listing them in the keys.yaml beside its params.yaml: no module to edit
+    (osfl.config.pipeline_keys). Without that file its keys are refused like any typo; a bad file in one line."""
+    folder = tmp_path / "papers" / "newpaper"
+    folder.mkdir(parents=True)
+    params = {**BASE, "widgets": [1, 2], "sweep": {"sizes": [3]}}
+    with pytest.raises(ConfigError, match=r"^widgets: unknown key"):
+        validate(params, params_file=folder / "params.yaml")
+    (folder / "keys.yaml").write_text("widgets: null\nsweep: [sizes]\n")
+    validate(params, params_file=folder / "params.yaml")
+    with pytest.raises(ConfigError, match=r"^sweep.size: unknown key; did you mean sweep.sizes\?"):
+        validate({**params, "sweep": {"size": 3}}, params_file=folder / "params.yaml")
+    (folder / "keys.yaml").write_text("widgets: 3\n")
+    with pytest.raises(ConfigError, match=r"keys.yaml: must map each key to a list of its sub-keys or to null$"):
+        validate(params, params_file=folder / "params.yaml")
+
+
 def test_params_yaml_writes_only_what_differs_from_the_defaults():
     """params.yaml has one `server.<method>` entry per method (each server stage depends on its own) holding only
     values that differ from the method file's defaults (the paper's values, the SPEC's proposals), so `dvc exp show`
@@ -155,3 +171,16 @@ def test_runtime_device_and_threads_are_validated():
 
     with pytest.raises(ConfigError, match=r"^runtime.device: unknown device 'tpu'"):
         get_device("tpu")
+
+
+def test_a_method_is_built_from_the_settings_the_run_configuration_validated():
+    """``make_method(cfg, name)``: the method's hyper-parameters come from the validated configuration
+    (``RunConfig.method_settings``), the same mapping ``validate`` checked; no stage passes raw params."""
+    from osfl.protocols.one_shot import make_method
+
+    cfg = validate({**BASE, "methods": ["fedavg", "dense"], "server": {**BASE["server"], "dense": {"adv": 0.5}}})
+    assert cfg.method_settings("dense") == {"adv": 0.5} and cfg.method_settings("feddf") == {}
+    dense = make_method(cfg, "dense")
+    assert dense.params["adv"] == 0.5 and dense.params["g_steps"] == dense.defaults["g_steps"]
+    with pytest.raises(ConfigError, match=r"^methods: 'feddf' is not in methods="):
+        make_method(cfg, "feddf")

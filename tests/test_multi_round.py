@@ -51,7 +51,7 @@ def setting(tmp_path_factory):
 def run(params, T=2, local_epochs=50, **hooks):
     cfg = validate(params)
     rounds = read_rounds({"rounds": {"T": T, "local_epochs": local_epochs}}, cfg.profile)
-    return rounds_stage.run(params, cfg, ExperimentPaths("main", "digits"), hooks.pop("method", "fedavg"), rounds,
+    return rounds_stage.run(cfg, ExperimentPaths("main", "digits"), hooks.pop("method", "fedavg"), rounds,
                             torch.device("cpu"), progress=False, **hooks)
 
 

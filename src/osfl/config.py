@@ -326,6 +326,15 @@ class RunConfig:
     def replace(self, **changes) -> "RunConfig":
         return replace(self, **changes)
 
+    def method_settings(self, name: str) -> dict[str, Any]:
+        """The hyper-parameters the params file gives method ``name`` (``server.<name>``, empty when absent), as
+        :func:`osfl.runconfig.validate` checked them against the method: a stage builds its method from these
+        (:func:`osfl.protocols.one_shot.make_method`), never from the raw params."""
+        own = (self.params.get("server") or {}).get(name) or {}
+        if not isinstance(own, Mapping):
+            raise ConfigError(f"server.{name}", "must be a mapping of hyper-parameters")
+        return dict(own)
+
 
 def split_params(name: str) -> dict[str, Any]:
     """The partition keys a split shorthand stands for (paper pipelines name their runs with these).

@@ -95,10 +95,10 @@ def check_protocol(cfg: RunConfig, method: str) -> None:
                                            f"(every client uses model)")
 
 
-def check_run(params: dict, cfg: RunConfig, method: str) -> None:
+def check_run(cfg: RunConfig, method: str) -> None:
     """Everything that can fail before any work: the protocol's limits and the method's hyper-parameters."""
     check_protocol(cfg, method)
-    make_method(params, cfg, method)
+    make_method(cfg, method)
 
 
 @dataclass
@@ -111,7 +111,7 @@ class RoundsResult:
     seconds: list[dict] = field(default_factory=list)  # one per round: local and server seconds (the host's)
 
 
-def run_rounds(params: dict, cfg: RunConfig, data: ArrayData, part: Partition, test: tuple[torch.Tensor, torch.Tensor],
+def run_rounds(cfg: RunConfig, data: ArrayData, part: Partition, test: tuple[torch.Tensor, torch.Tensor],
                method_name: str, rounds: RoundsConfig, device: torch.device, *, progress: bool = True,
                aux_loader: Callable[[str], torch.Tensor] | None = None,
                on_round_start: Callable[[int, list[nn.Module]], None] | None = None,
@@ -123,7 +123,7 @@ def run_rounds(params: dict, cfg: RunConfig, data: ArrayData, part: Partition, t
     ``on_round_start(t, client_models)`` is called before local training of round t (the models hold their
     start state); ``on_round_end(t, global_model)`` after the round's global model is evaluated.
     """
-    check_run(params, cfg, method_name)
+    check_run(cfg, method_name)
     spec, profile, seed, local, accel = cfg.dataset, cfg.profile, cfg.seed, cfg.local, cfg.runtime
     part.verify(data.y_train)
     augment = resolve_augment(local.augment, spec.shape)
@@ -155,7 +155,7 @@ def run_rounds(params: dict, cfg: RunConfig, data: ArrayData, part: Partition, t
             uploads, accs = upload_cohort(tmp, cohort, results, spec=spec, class_counts=part.class_counts,
                                           x_test=x_test, y_test=y_test, train_info={**train_info, "round": t})
             del cohort
-            method = make_method(params, cfg, method_name)  # a fresh server state every round
+            method = make_method(cfg, method_name)  # a fresh server state every round
             ctx = build_context(cfg, uploads, x_test, y_test, device, progress=progress,
                                 seed=derive_seed(seed, "round", t), aux_loader=aux_loader)
             result, server_seconds = run_method(method, ctx, cfg)

@@ -19,20 +19,12 @@ from ..methods.base import ServerContext, ServerMethod, ServerResult
 from ..runtime import derive_seed, seeded_default_generators
 
 
-def method_params(params: dict, name: str) -> dict:
-    """The ``server.<name>`` mapping of ``params`` (empty when absent)."""
-    server = params.get("server") or {}
-    own = server.get(name) or {}
-    if not isinstance(own, dict):
-        raise ConfigError(f"server.{name}", "must be a mapping of hyper-parameters")
-    return own
-
-
-def make_method(params: dict, cfg: RunConfig, name: str) -> ServerMethod:
-    """The method ``name`` with its ``server.<name>`` hyper-parameters (it must be listed in ``methods``)."""
+def make_method(cfg: RunConfig, name: str) -> ServerMethod:
+    """The method ``name`` with the hyper-parameters the run's configuration validated for it
+    (:meth:`osfl.config.RunConfig.method_settings`); it must be listed in ``methods``."""
     if name not in cfg.methods:
         raise ConfigError("methods", f"{name!r} is not in methods={cfg.methods}")
-    return METHODS.get(name, key="methods")(**method_params(params, name))
+    return METHODS.get(name, key="methods")(**cfg.method_settings(name))
 
 
 def build_context(cfg: RunConfig, uploads: list[ClientUpload], x_test: torch.Tensor, y_test: torch.Tensor,

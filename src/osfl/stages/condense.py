@@ -28,11 +28,11 @@ from tqdm.auto import tqdm
 from ..clients.upload import write_upload
 from ..condense import distribution_matching
 from ..condense.settings import Condensation
-from ..runconfig import load_run
 from ..cost.counter import spent
 from ..errors import ConfigError
 from ..evaluation import to_float
 from ..profiles import scaled
+from ..runconfig import load_run
 from ..runtime import derive_seed, write_json
 from .client_side import client_inputs
 from .common import check_upload_name, parser, run_stage

@@ -7,12 +7,12 @@ from pathlib import Path
 import torch
 
 from ..clients.upload import read_uploads
-from ..runconfig import load_run
+from ..cpu_profile import server_guard, warn_failed
 from ..distill.ensemble import uploads_ensemble, voting_predictor
 from ..evaluation import accuracy
-from ..models import build_model
 from ..live import read_curve, read_summary
-from ..cpu_profile import server_guard, warn_failed
+from ..models import build_model
+from ..runconfig import load_run
 from ..runtime import derive_seed, load_state_dict, read_json, write_json
 from .common import load_data, parser, require_input, run_name, run_stage, test_tensors
 from .records import runtime_record

@@ -21,10 +21,11 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
-from ..runconfig import load_run
+from ..config import RunConfig
 from ..errors import ConfigError
 from ..evaluation.fid import DESCRIPTIONS, check_extractor, frechet_distances
 from ..generative.synthesis import allocate, decoder_from_upload, generate
+from ..runconfig import load_run
 from ..runtime import derive_seed, write_json
 from .common import load_data, parser, require_input, run_stage
 
@@ -34,10 +35,10 @@ def main(argv=None) -> None:
     run_stage(_run, p, argv)
 
 
-def fid_settings(params: dict, profile) -> tuple[str, int]:
+def fid_settings(cfg: RunConfig) -> tuple[str, int]:
     """(extractor, samples: ``fid.samples`` or the FedMHO server's M) from ``fid``, whose keys
     :func:`osfl.config.check_keys` has checked; a bad value fails naming it."""
-    own = params.get("fid") or {}
+    own, profile = cfg.params.get("fid") or {}, cfg.profile
     extractor = own.get("extractor", "random_conv")
     check_extractor(extractor)
     samples = own.get("samples")
@@ -46,7 +47,7 @@ def fid_settings(params: dict, profile) -> tuple[str, int]:
     if samples is None:
         from ..methods import METHODS
 
-        samples = METHODS.get("fedmho")(**(params.get("server") or {}).get("fedmho", {})).resolved(profile)["samples"]
+        samples = METHODS.get("fedmho")(**cfg.method_settings("fedmho")).resolved(profile)["samples"]
     elif profile.max_train is not None:
         samples = min(samples, profile.max_train)
     return extractor, int(samples)
@@ -54,8 +55,8 @@ def fid_settings(params: dict, profile) -> tuple[str, int]:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
-    extractor, m = fid_settings(params, cfg.profile)
+    paths = cfg.paths
+    extractor, m = fid_settings(cfg)
     uploads = read_uploads(require_input(paths.clients / args.part, f"train@...-{args.part}"))
     decoders = [u for u in uploads if u.kind == "cvae_decoder"]
     if not decoders:

@@ -23,13 +23,13 @@ import numpy as np
 import torch
 
 from ..clients.cohort import initial_states
-from ..clustering import Clustering
 from ..clients.upload import read_uploads
+from ..clustering import Clustering
 from ..config import scaled_epochs
-from ..runconfig import load_run
 from ..cpu_profile import server_guard, warn_failed
 from ..evaluation import accuracy
 from ..models import build_model
+from ..runconfig import load_run
 from ..protocols.hybrid import (METHODS, HybridSettings, central_group, client_groups, client_participants,
                                 header_groups, superclient_groups)
 from ..protocols.rounds import LocalSpec, run_rounds

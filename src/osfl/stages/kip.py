@@ -24,9 +24,9 @@ from tqdm.auto import tqdm
 from ..clients.upload import write_upload
 from ..clustering import Clustering
 from ..condense import KIPSettings, kernel_inducing_points_many, to_uint8
-from ..runconfig import load_run
 from ..evaluation import to_float
 from ..profiles import scaled
+from ..runconfig import load_run
 from ..runtime import derive_seed, read_json, write_json
 from .client_side import client_data
 from .common import parser, require_input, run_stage

@@ -21,12 +21,12 @@ from ..clients.cohort import initial_states
 from ..clients.upload import read_uploads
 from ..clustering import ClusteringSettings, cluster_clients
 from ..config import scaled_epochs
-from ..runconfig import load_run
 from ..cpu_profile import server_guard, warn_failed
 from ..evaluation import accuracy
 from ..models import build_model
 from ..protocols.hybrid import HybridSettings, client_participants, header_groups
 from ..protocols.rounds import LocalSpec, run_rounds
+from ..runconfig import load_run
 from ..runtime import derive_seed, write_json
 from .client_side import client_data
 from .common import parser, require_input, run_stage, test_tensors

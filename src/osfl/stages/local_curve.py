@@ -18,12 +18,12 @@ import torch
 from ..augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort
 from ..config import scaled_epochs
-from ..runconfig import load_run
 from ..errors import ConfigError
 from ..evaluation import accuracy
 from ..methods.base import average_state_dicts
 from ..models import build_model
 from ..partition import load_partition
+from ..runconfig import load_run
 from ..runtime import derive_seed, read_json, write_json
 from .common import load_data, parser, require_input, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record

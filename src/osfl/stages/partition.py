@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..runconfig import load_run
 from ..partition import make_partition, save_partition
 from ..partition.report import partition_summary, plot_partition
+from ..runconfig import load_run
 from ..runtime import derive_seed, staged_dir, write_json
 from .common import load_data, parser, run_stage, subset
 

@@ -1,8 +1,8 @@
 """Stage `prepare`: download (or read from a mirror) one dataset and store it as uint8 arrays."""
 from __future__ import annotations
 
-from ..runconfig import load_run
 from ..data import prepare_dataset
+from ..runconfig import load_run
 from .common import parser, run_stage, stand_in_sizes
 
 

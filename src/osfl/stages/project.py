@@ -20,9 +20,9 @@ from tqdm.auto import tqdm
 
 from ..clients.projections import layer_projections
 from ..clients.upload import write_upload
-from ..runconfig import load_run
 from ..errors import ConfigError
 from ..evaluation import to_float
+from ..runconfig import load_run
 from ..runtime import derive_seed, write_json
 from .client_side import client_inputs
 from .common import check_upload_name, parser, run_stage

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..runconfig import load_run
+from ..live import read_curve
 from ..methods import METHODS
 from ..partition import PARTITIONS
 from ..reporting import bar_chart, curves, write_table
-from ..live import read_curve
+from ..runconfig import load_run
 from ..runtime import read_json, staged_dir, write_json
 from .common import parser, require_input, run_stage
 

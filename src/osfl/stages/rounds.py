@@ -12,10 +12,10 @@ import torch
 
 from ..config import RunConfig
 
-from ..runconfig import load_run
 from ..data import ArrayData
 from ..partition import Partition, load_partition
 from ..protocols.multi_round import RoundsConfig, RoundsResult, check_run, read_rounds, run_rounds
+from ..runconfig import load_run
 from ..runtime import derive_seed, read_json, save_state_dict, write_json
 from .common import load_data, parser, require_input, run_name, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record
@@ -37,22 +37,22 @@ def load_inputs(cfg: RunConfig, paths, device: torch.device) -> tuple[ArrayData,
     return data, part, test
 
 
-def run(params: dict, cfg: RunConfig, paths, method: str, rounds: RoundsConfig, device: torch.device, *,
+def run(cfg: RunConfig, paths, method: str, rounds: RoundsConfig, device: torch.device, *,
         progress: bool = True, **hooks) -> RoundsResult:
     """The protocol on the experiment ``paths``: its limits checked before the inputs are read, then the rounds
     (``hooks``: see :func:`osfl.protocols.multi_round.run_rounds`)."""
-    check_run(params, cfg, method)
+    check_run(cfg, method)
     data, part, test = load_inputs(cfg, paths, device)
-    return run_rounds(params, cfg, data, part, test, method, rounds, device, progress=progress,
+    return run_rounds(cfg, data, part, test, method, rounds, device, progress=progress,
                       aux_loader=aux_loader(paths, cfg, device), **hooks)
 
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
-    rounds = read_rounds(params, cfg.profile)
+    paths = cfg.paths
+    rounds = read_rounds(cfg.params, cfg.profile)
     device = cfg.device
-    res = run(params, cfg, paths, args.method, rounds, device, progress=not args.no_progress)
+    res = run(cfg, paths, args.method, rounds, device, progress=not args.no_progress)
 
     name = run_name(args)
     out = paths.results / "rounds"

@@ -11,9 +11,9 @@ import numpy as np
 import torch
 
 from ..clients.upload import read_uploads
-from ..runconfig import load_run
 from ..errors import ConfigError
 from ..generative.synthesis import allocate, decoder_from_upload, generate
+from ..runconfig import load_run
 from ..runtime import derive_seed, staged_dir
 from .common import parser, require_input, run_stage
 

@@ -10,13 +10,13 @@ import torch
 
 from ..clients.upload import read_uploads
 from ..config import RunConfig
-from ..runconfig import load_run
 from ..cost.counter import spent
 from ..data import DATASETS, get_spec, is_stand_in, load_prepared, prepare_dataset
-from ..errors import ConfigError
 from ..distill.ensemble import uploads_ensemble, voting_predictor
+from ..errors import ConfigError
 from ..live import LiveRun
 from ..protocols.one_shot import build_context, make_method, run_method
+from ..runconfig import load_run
 from ..runtime import derive_seed, save_state_dict, write_json
 from .common import (check_upload_name, load_data, parser, require_input, run_name, run_stage,
                      stand_in_sizes, subset, test_tensors)
@@ -91,8 +91,8 @@ def aux_loader(paths, cfg: RunConfig, device: torch.device):
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
-    method = make_method(params, cfg, args.method)
+    paths = cfg.paths
+    method = make_method(cfg, args.method)
     track = getattr(args, "track_teacher", False)
     if track and not method.tracks_teacher:
         from ..methods import METHODS

@@ -17,10 +17,10 @@ import torch
 
 from ..clients.upload import write_upload
 from ..clustering import ClusteringSettings, predict_soft_labels
-from ..runconfig import load_run
 from ..data import load_prepared
 from ..errors import ConfigError
 from ..evaluation import to_float
+from ..runconfig import load_run
 from ..runtime import derive_seed, write_json
 from .client_side import classifier_uploads
 from .common import check_upload_name, parser, require_input, run_stage, subset

@@ -13,10 +13,10 @@ from ..clients.cohort import (build_cohort, cohort_training_flops, initial_state
 from ..clients.dp import dp_record
 from ..clients.parallel import client_processes
 from ..config import scaled_epochs
-from ..runconfig import load_run
 from ..cpu_profile import client_guard, warn_failed
 from ..evaluation import accuracy
 from ..partition import load_partition
+from ..runconfig import load_run
 from ..runtime import derive_seed, write_json
 from .common import load_data, parser, require_input, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record

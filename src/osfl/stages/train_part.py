@@ -41,7 +41,6 @@ from ..augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..clients.parallel import client_processes
 from ..config import CVAETraining, LocalTraining, check_int, for_dataset, scaled_epochs
-from ..runconfig import load_run
 from ..cpu_profile import client_guard, cvae_guard, guard_floors, warn_failed
 from ..errors import ConfigError, unknown_key
 from ..generative.cvae import CVAEDiverged, mean_image_loss, train_cvae
@@ -50,6 +49,7 @@ from ..live import ClientsLive
 from ..models import MODELS, build_model, resolve_model_name
 from ..models.cvae import CVAE
 from ..partition import load_partition
+from ..runconfig import load_run
 from ..runtime import derive_seed, seeded_init, write_json
 from .common import load_data, parser, require_input, run_stage, test_tensors
 from .records import runtime_record, write_runtime_record
