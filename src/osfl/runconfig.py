@@ -22,9 +22,9 @@ from typing import Any, Mapping
 import yaml
 
 from . import cpu_profile
-from .config import (DATA_KEYS, ConfigError, ExperimentPaths, LocalTraining, RunConfig, apply_overrides, check_int,
-                     check_keys, for_dataset, get_profile, load_params, merge_per_dataset, require, split_params)
-from .errors import unknown_key
+from .config import (DATA_KEYS, ExperimentPaths, LocalTraining, RunConfig, apply_overrides, check_int, check_keys,
+                     for_dataset, get_profile, load_params, merge_per_dataset, require, split_params)
+from .errors import ConfigError, unknown_key
 
 
 def client_architectures(value: Any, clients: int, model: str, shape) -> list[str]:
@@ -44,7 +44,6 @@ def client_architectures(value: Any, clients: int, model: str, shape) -> list[st
     return [resolve_model_name(v, shape, key="client_models") for v in value]
 
 
-
 def check_server(params: Mapping[str, Any]) -> None:
     """Every ``server.<method>`` mapping names a method and only that method's hyper-parameters, with valid values
     (each method's constructor checks them), whether or not the method is in ``methods``."""
@@ -61,13 +60,11 @@ def check_server(params: Mapping[str, Any]) -> None:
         METHODS.get(name)(**(own or {}))
 
 
-
-
 def validate(params: Mapping[str, Any], params_file: str | Path | None = None) -> "RunConfig":
     """Check every key of resolved ``params`` before any work; the settings as a :class:`RunConfig` (no device
     pinned, no paths: :func:`load_run` adds them). ``params_file`` (``papers/<paper>/params.yaml``) admits the
     keys that paper's pipeline adds."""
-    # late imports: the registries import torch, and config must stay importable on its own
+    # late imports: importing this module loads no registry (nor torch); validating a run does
     from .data import get_spec
     from .methods import METHODS
     from .models import resolve_model_name
@@ -114,8 +111,6 @@ def validate(params: Mapping[str, Any], params_file: str | Path | None = None) -
                      mirror=Path(mirror) if mirror else None, runtime=runtime, inputs=inputs)
 
 
-
-
 def resolve_params(params: dict, split: str | None = None, overrides: list[str] = ()) -> dict:
     """A params file's mapping as one run reads it: the split shorthand, the overrides, the paper's per-dataset
     values (the overrides again), the per-dataset ``model``, then the cpu profile's reductions (the overrides again)."""
@@ -131,8 +126,6 @@ def resolve_params(params: dict, split: str | None = None, overrides: list[str] 
     return cpu_profile.apply(params, overrides)
 
 
-
-
 def load_run(args) -> RunConfig:
     """A stage's configuration from its command line (``osfl.stages.common.parser``'s namespace): the params file
     resolved (:func:`resolve_params`), validated (:func:`validate`), threads, deterministic kernels and device
@@ -144,8 +137,6 @@ def load_run(args) -> RunConfig:
     paths = ExperimentPaths(args.experiment, cfg.dataset.name, getattr(args, "data_root", "data/prepared"),
                             getattr(args, "partition_of", None), getattr(args, "clients_of", None))
     return cfg.replace(device=apply_execution(cfg.runtime.threads, cfg.runtime.device), paths=paths)
-
-
 
 
 def all_defaults() -> dict[str, Any]:
