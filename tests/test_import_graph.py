@@ -51,3 +51,30 @@ def test_config_is_a_leaf_below_the_registries_and_the_papers():
     imported = {m for m in Sources().direct_imports("osfl.config") if m.startswith("osfl.")}
     assert imported <= CONFIG_IMPORTS, f"osfl.config imports {sorted(imported - CONFIG_IMPORTS)}: move what needs them " \
                                        "to osfl.runconfig"
+
+
+def test_the_check_sees_a_cycle():
+    graph = nx.DiGraph([("osfl.a", "osfl.b"), ("osfl.b", "osfl.c"), ("osfl.c", "osfl.a"), ("osfl.c", "osfl.d")])
+    assert cyclic_pairs(graph) == {("osfl.a", "osfl.b"), ("osfl.a", "osfl.c"), ("osfl.b", "osfl.c")}
+
+
+def test_client_training_stages_depend_on_no_distillation_file():
+    """Issue 75: editing a distillation loss leaves every client-training stage current. Their code deps come from
+    their imports (osfl.provenance.deps), so none may list src/osfl/distill (nor the server-side methods)."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[1]
+    training = ("osfl.stages.train_clients", "osfl.stages.train_part")
+    checked, offending = 0, []
+    for pipeline in [root / "dvc.yaml", *sorted((root / "papers").glob("*/dvc.yaml"))]:
+        for name, stage in (yaml.safe_load(pipeline.read_text()).get("stages") or {}).items():
+            body = stage.get("do", stage)
+            if not any(t in str(body.get("cmd", "")) for t in training):
+                continue
+            checked += 1
+            offending += [f"{pipeline.parent.name}:{name}: {d}" for d in body.get("deps") or []
+                          if "src/osfl/distill" in d or "src/osfl/methods/" in d.replace("methods/__init__.py", "")]
+    assert checked >= 5, checked
+    assert not offending, "client-training stages that depend on server-side code:\n" + "\n".join(offending)
