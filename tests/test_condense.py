@@ -6,6 +6,7 @@ real digits, while the same fresh network trained on the initial noise stays nea
 synthetic set, byte for byte (the public DC/DM code seeds from the clock).
 """
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -175,8 +176,9 @@ def test_condense_stage_writes_one_distilled_upload_per_client(tmp_path, monkeyp
     repo.update(profile="smoke", dataset="digits", clients=3, model="auto", client_models=[], alpha=0.3,
                 condense={"iterations": [10, 20], "lr": 1e-3, "real_batch": 32})
     repo["runtime"] = {**(repo.get("runtime") or {}), "batched_clients": False}
-    folder = tmp_path / "papers" / "ofeded"  # the pipeline's params file admits the `condense` key
+    folder = tmp_path / "papers" / "ofeded"  # its keys.yaml admits the `condense` key
     folder.mkdir(parents=True)
+    shutil.copy2(Path(__file__).resolve().parents[1] / "papers" / "ofeded" / "keys.yaml", folder / "keys.yaml")
     (folder / "params.yaml").write_text(yaml.safe_dump(repo))
     monkeypatch.chdir(folder)
     for stage in (prepare, partition, train_clients, condense):

@@ -62,16 +62,17 @@ def test_a_bad_block_fails_early_naming_the_key(block, key):
 
 def test_guards_pass_and_fail_on_their_floors():
     p = params("quick")  # guards hold under every profile
-    ok = cpu_profile.client_guard(p, [30.0, 22.0])  # mean 26
-    low = cpu_profile.client_guard(p, [20.0, 22.0])
+    floors = p["cpu"]["guards"]  # what RunConfig.guard_floors gives a stage
+    ok = cpu_profile.client_guard(floors, [30.0, 22.0])  # mean 26
+    low = cpu_profile.client_guard(floors, [20.0, 22.0])
     assert ok["client_acc_mean_min"]["passed"] and not low["client_acc_mean_min"]["passed"]
-    assert cpu_profile.server_guard(p, 15.0, 10)["server_gain_min"]["passed"]
-    bad = cpu_profile.server_guard(p, 14.9, 10)
+    assert cpu_profile.server_guard(floors, 15.0, 10)["server_gain_min"]["passed"]
+    bad = cpu_profile.server_guard(floors, 14.9, 10)
     assert not bad["server_gain_min"]["passed"] and bad["server_gain_min"]["floor"] == 15.0
-    assert cpu_profile.cvae_guard(p, [1.0], [2.0]) is None  # not set in this block
+    assert cpu_profile.cvae_guard(floors, [1.0], [2.0]) is None  # not set in this block
     p["cpu"]["guards"]["cvae_below_mean_image_min"] = 100.0
-    assert cpu_profile.cvae_guard(p, [250.0, 300.0], [390.0, 380.0])["cvae_below_mean_image_min"]["passed"]
-    one = cpu_profile.cvae_guard(p, [250.0, 5e27], [390.0, 380.0])["cvae_below_mean_image_min"]
+    assert cpu_profile.cvae_guard(floors, [250.0, 300.0], [390.0, 380.0])["cvae_below_mean_image_min"]["passed"]
+    one = cpu_profile.cvae_guard(floors, [250.0, 5e27], [390.0, 380.0])["cvae_below_mean_image_min"]
     assert one == {"floor": 100.0, "value": 50.0, "passed": False}
     assert "CVAE clients ending below their data's mean-image loss ≥ 100 %" in cpu_profile.describe(p)
     assert cpu_profile.passed({"guards": ok}) and not cpu_profile.passed({"guards": {**ok, **bad}})

@@ -17,7 +17,7 @@ REPO_PARAMS = yaml.safe_load((Path(__file__).resolve().parents[1] / "params.yaml
 @pytest.mark.parametrize("value", [0, -1, 2.5, "x"])
 def test_bad_settings_fail_with_the_key(value):
     with pytest.raises(ConfigError, match="localcurve.every"):
-        curve_settings({"localcurve": {"epochs": 400, "every": value}})
+        curve_settings({"epochs": 400, "every": value})
 
 
 def test_stage_writes_the_curve(tmp_path, monkeypatch):

@@ -19,12 +19,14 @@ import math
 import re
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypeVar
 
 import yaml
 
 from .errors import ConfigError, unknown_key
 from .profiles import PROFILES, Profile, get_profile, scaled, scaled_epochs  # noqa: F401  (re-exported)
+
+S = TypeVar("S")  # a params block's settings type (RunConfig.settings)
 
 if TYPE_CHECKING:  # the settings' types, for readers and checkers; importing them would pull in torch
     import torch
@@ -325,6 +327,25 @@ class RunConfig:
 
     def replace(self, **changes) -> "RunConfig":
         return replace(self, **changes)
+
+    def settings(self, cls: type[S], key: str) -> S:
+        """The params block ``key`` as its typed settings, ``cls.from_params(block, key)`` (e.g.
+        ``cfg.settings(KIPSettings, "kip")``): defaults filled in, each value checked, errors naming ``key.<k>``."""
+        return cls.from_params(self.params.get(key), key)
+
+    def block(self, key: str) -> dict[str, Any]:
+        """A paper's params block that has no settings type (``samples``, ``fid``, ``localcurve``, ``public``): a copy,
+        empty when absent; its keys were checked against the paper's ``keys.yaml`` (:func:`check_keys`)."""
+        value = self.params.get(key) or {}
+        if not isinstance(value, Mapping):
+            raise ConfigError(key, "must be a mapping")
+        return dict(value)
+
+    @property
+    def guard_floors(self) -> dict[str, float]:
+        """The regime guards' floors (the params' ``cpu.guards``, checked by :mod:`osfl.cpu_profile` when the run was
+        resolved): ``client_acc_mean_min``, ``server_gain_min``, ``cvae_below_mean_image_min``, where set."""
+        return dict((self.params.get("cpu") or {}).get("guards") or {})
 
     def method_settings(self, name: str) -> dict[str, Any]:
         """The hyper-parameters the params file gives method ``name`` (``server.<name>``, empty when absent), as

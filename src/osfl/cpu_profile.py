@@ -93,32 +93,29 @@ def apply(params: dict, overrides: list[str] | None = None) -> dict:
     return apply_overrides(out, list(overrides or []))
 
 
-def guard_floors(params: Mapping) -> dict:
-    return dict((params.get("cpu") or {}).get("guards") or {})
-
-
-def client_guard(params: Mapping, accs: list[float]) -> dict | None:
-    """The clients' guard record (None when the params set no ``client_acc_mean_min``)."""
-    floor = guard_floors(params).get("client_acc_mean_min")
+def client_guard(floors: Mapping[str, float], accs: list[float]) -> dict | None:
+    """The clients' guard record (None when ``floors``, a run's ``cpu.guards`` (:attr:`osfl.config.RunConfig.
+    guard_floors`), set no ``client_acc_mean_min``)."""
+    floor = floors.get("client_acc_mean_min")
     if floor is None or not accs:
         return None
     mean = sum(float(a) for a in accs) / len(accs)
     return {"client_acc_mean_min": {"floor": float(floor), "value": mean, "passed": mean >= floor}}
 
 
-def server_guard(params: Mapping, best: float, num_classes: int) -> dict | None:
+def server_guard(floors: Mapping[str, float], best: float, num_classes: int) -> dict | None:
     """The server's guard record: best accuracy at least ``server_gain_min`` points above chance."""
-    gain = guard_floors(params).get("server_gain_min")
+    gain = floors.get("server_gain_min")
     if gain is None:
         return None
     floor = 100.0 / num_classes + float(gain)
     return {"server_gain_min": {"floor": floor, "value": float(best), "passed": float(best) >= floor}}
 
 
-def cvae_guard(params: Mapping, final: list[float], mean_image: list[float]) -> dict | None:
+def cvae_guard(floors: Mapping[str, float], final: list[float], mean_image: list[float]) -> dict | None:
     """A CVAE part's guard record: the share (%) of its clients whose last epoch's loss (``final``) lies below their
     data's mean image's (``mean_image``), against ``cvae_below_mean_image_min``."""
-    floor = guard_floors(params).get("cvae_below_mean_image_min")
+    floor = floors.get("cvae_below_mean_image_min")
     if floor is None or not final:
         return None
     share = 100.0 * sum(f < m for f, m in zip(final, mean_image)) / len(final)
@@ -142,7 +139,7 @@ def describe(params: Mapping) -> str:
         parts.append("reductions from the paper's settings: " + ("; ".join(red) if red else "none"))
         if block.get("budget"):
             parts.append(f"budget: {block['budget']}")
-    g = guard_floors(params)
+    g = dict(block.get("guards") or {})
     if g:
         txt = []
         if "client_acc_mean_min" in g:

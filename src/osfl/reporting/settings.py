@@ -59,7 +59,7 @@ def rows(params: Mapping, results_root: Path | None = None) -> list[tuple[str, s
         out.append(("reductions from the paper's settings", "; ".join(red) or "none"))
         if block.get("budget"):
             out.append(("budget", str(block["budget"])))
-    floors = dict(block.get("guards") or {})  # cpu.guards, read as cpu_profile.guard_floors reads them
+    floors = dict(block.get("guards") or {})  # cpu.guards, read as RunConfig.guard_floors reads them
     guards = [GUARD_TEXT.get(k, k + " ≥ {:g}").format(v) for k, v in floors.items()]
     out.append(("regime guards", ", ".join(guards) + " (checked at the best and the final epoch; a run failing one "
                                                    "feeds no verdict)" if guards else "none"))

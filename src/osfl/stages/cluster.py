@@ -21,9 +21,9 @@ def main(argv=None) -> None:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     seed = cfg.seed
-    settings = ClusteringSettings.from_params(params.get("clustering"))
+    settings = cfg.settings(ClusteringSettings, "clustering")
     uploads = [u for u in read_uploads(require_input(paths.uploads("soft_labels"), "soft_labels"))
                if u.kind == "soft_labels"]
     soft = np.stack([u.array("soft_labels") for u in uploads])

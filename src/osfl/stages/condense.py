@@ -51,9 +51,9 @@ def main(argv=None) -> None:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     spec, profile, seed, device = cfg.dataset, cfg.profile, cfg.seed, cfg.device
-    settings = Condensation.from_params(params.get("condense"))
+    settings = cfg.settings(Condensation, "condense")
     inputs = client_inputs(paths, cfg)
     uploads, pt, x_all, y_all = inputs.uploads, inputs.partition, inputs.x, inputs.y
     archs = sorted({u.manifest["arch"] for u in uploads})

@@ -58,7 +58,7 @@ def cohort_guards(paths, man: dict) -> dict:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     device = cfg.device
     data = load_data(paths, cfg)
     x_test, y_test = test_tensors(data, cfg.profile, derive_seed(cfg.seed, "test-subset"), device)
@@ -82,7 +82,7 @@ def _run(args) -> None:
               "choices": man["choices"], "server_seconds": timing["seconds"],
               "runtime": timing["runtime"],  # where the server ran: device, CPU model, threads, torch, switches
               "extras": man.get("extras") or {}}
-    guards = {**cohort_guards(paths, man), **(server_guard(params, live["best"], man["num_classes"]) or {})}
+    guards = {**cohort_guards(paths, man), **(server_guard(cfg.guard_floors, live["best"], man["num_classes"]) or {})}
     if guards:  # the regime guard: a server whose best accuracy stays near chance feeds no verdict
         record["guards"] = guards
         warn_failed(name, guards)

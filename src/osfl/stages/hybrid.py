@@ -49,9 +49,9 @@ def main(argv=None) -> None:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     spec, profile, seed, device = cfg.dataset, cfg.profile, cfg.seed, cfg.device
-    h = HybridSettings.from_params(params.get("hybrid"))
+    h = cfg.settings(HybridSettings, "hybrid")
     rounds, epochs = scaled_epochs(h.T, profile), scaled_epochs(h.epochs, profile)
     d = client_data(paths, cfg)
     clients = client_participants(d.partition.client_indices, d.x, d.y)
@@ -84,7 +84,7 @@ def _run(args) -> None:
                      batched=cfg.runtime.batched(device),
                      progress=not args.no_progress, desc=f"{args.method} rounds")
     curve = res.curve
-    guards = server_guard(params, max((p["test_acc"] for p in curve), default=0.0), spec.num_classes)
+    guards = server_guard(cfg.guard_floors, max((p["test_acc"] for p in curve), default=0.0), spec.num_classes)
     if guards:  # the regime guard: a run whose curve never leaves chance feeds no verdict
         warn_failed(args.method, guards)
     write_json(paths.results / "rounds" / f"{args.method}.json", {

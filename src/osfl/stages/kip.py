@@ -52,9 +52,9 @@ def main(argv=None) -> None:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     spec, profile, seed, device = cfg.dataset, cfg.profile, cfg.seed, cfg.device
-    settings = KIPSettings.from_params(params.get("kip"))
+    settings = cfg.settings(KIPSettings, "kip")
     steps = scaled(settings.steps, profile.step_scale)
     name, clients_of = TARGETS[args.targets]
     header_of = clients_of(Clustering.from_dict(read_json(require_input(paths.results / "clustering.json",

@@ -48,15 +48,15 @@ def _distilled(paths) -> dict[int, tuple[torch.Tensor, torch.Tensor]]:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     spec, profile, seed, device = cfg.dataset, cfg.profile, cfg.seed, cfg.device
-    settings = ClusteringSettings.from_params(params.get("clustering"))
+    settings = cfg.settings(ClusteringSettings, "clustering")
     soft = np.stack([u.array("soft_labels") for u in read_uploads(require_input(paths.uploads("soft_labels"),
                                                                                 "soft_labels"))
                      if u.kind == "soft_labels"])
     clustering, _ = cluster_clients(soft, settings.K, derive_seed(seed, "kmeans"),
                                     np.random.default_rng(derive_seed(seed, "cluster-sampling")), settings.eps)
-    h = HybridSettings.from_params(params.get("hybrid"))
+    h = cfg.settings(HybridSettings, "hybrid")
     rounds, epochs = scaled_epochs(h.T, profile), scaled_epochs(h.epochs, profile)
     d = client_data(paths, cfg)
     groups = header_groups(clustering, client_participants(d.partition.client_indices, d.x, d.y), _distilled(paths))
@@ -74,7 +74,7 @@ def _run(args) -> None:
                      batched=cfg.runtime.batched(device), progress=not args.no_progress,
                      desc=f"HFLDD K = {settings.K} rounds")
     curve = res.curve
-    guards = server_guard(params, max((p["test_acc"] for p in curve), default=0.0), spec.num_classes)
+    guards = server_guard(cfg.guard_floors, max((p["test_acc"] for p in curve), default=0.0), spec.num_classes)
     if guards:
         warn_failed(f"HFLDD K = {settings.K}", guards)
     write_json(paths.results / "ksweep" / f"{point}.json", {

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import time
+from typing import Any, Mapping
 
 import torch
 
@@ -33,9 +34,8 @@ def main(argv=None) -> None:
     run_stage(_run, parser(__doc__), argv)
 
 
-def curve_settings(params: dict) -> tuple[int, int]:
-    """(epochs, every) of ``localcurve`` at the paper's scale, validated."""
-    lc = params.get("localcurve") or {}
+def curve_settings(lc: Mapping[str, Any]) -> tuple[int, int]:
+    """(epochs, every) of the ``localcurve`` block at the paper's scale, validated."""
     epochs, every = lc.get("epochs", 400), lc.get("every", 20)
     for key, v in (("localcurve.epochs", epochs), ("localcurve.every", every)):
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -45,12 +45,12 @@ def curve_settings(params: dict) -> tuple[int, int]:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     spec, profile, seed, local = cfg.dataset, cfg.profile, cfg.seed, cfg.local
     archs = cfg.client_models
     if len(set(archs)) > 1:
         raise ConfigError("client_models", "the FedAvg curve needs one architecture for every client")
-    paper_epochs, paper_every = curve_settings(params)
+    paper_epochs, paper_every = curve_settings(cfg.block("localcurve"))
     epochs, every = scaled_epochs(paper_epochs, profile), scaled_epochs(paper_every, profile)
     data = load_data(paths, cfg)
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))

@@ -24,9 +24,9 @@ def main(argv=None) -> None:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     spec = cfg.dataset
-    own = params.get("samples") or {}
+    own = cfg.block("samples")
     part, per_class = own.get("part"), own.get("per_class", 8)
     if isinstance(per_class, bool) or not isinstance(per_class, int) or per_class < 1:
         raise ConfigError("samples.per_class", f"must be a whole number >= 1, got {per_class!r}")

@@ -36,10 +36,10 @@ def main(argv=None) -> None:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     spec, seed, device = cfg.dataset, cfg.seed, cfg.device
-    settings = ClusteringSettings.from_params(params.get("clustering"))
-    names = params.get("public") or {}
+    settings = cfg.settings(ClusteringSettings, "clustering")
+    names = cfg.block("public")
     if not isinstance(names, dict) or not isinstance(names.get(spec.name), str):
         raise ConfigError(f"public.{spec.name}", f"names no public set for {spec.name}; give the dataset D_g is drawn "
                                                  f"from, e.g. public: {{{spec.name}: digits}}")

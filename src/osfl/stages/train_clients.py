@@ -32,7 +32,7 @@ def main(argv=None) -> None:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     spec, profile, seed, local = cfg.dataset, cfg.profile, cfg.seed, cfg.local
     data = load_data(paths, cfg)
     part = load_partition(require_input(paths.partition / "partition.json", "partition"))
@@ -77,7 +77,7 @@ def _run(args) -> None:
     # DP-SGD clients (SPEC §2.8 [P]): σ, τ, δ and each client's ε (opacus' RDP accountant); no entry without DP
     dp = {} if not local.dp else {"dp": dp_record(local, [r.steps for r in results],
                                                   [len(idx) for idx in part.client_indices])}
-    guards = client_guard(params, [s["local_test_acc"] for s in summary])
+    guards = client_guard(cfg.guard_floors, [s["local_test_acc"] for s in summary])
     if guards:  # the regime guard (a params file's cpu.guards): clients at chance feed their servers nothing
         warn_failed("clients", guards)
     write_json(paths.results / "clients.json", {

@@ -41,7 +41,7 @@ from ..augment import resolve_augment
 from ..clients.cohort import build_cohort, initial_states, local_hparams, train_cohort, upload_cohort
 from ..clients.parallel import client_processes
 from ..config import CVAETraining, LocalTraining, check_int, for_dataset, scaled_epochs
-from ..cpu_profile import client_guard, cvae_guard, guard_floors, warn_failed
+from ..cpu_profile import client_guard, cvae_guard, warn_failed
 from ..errors import ConfigError, unknown_key
 from ..generative.cvae import CVAEDiverged, mean_image_loss, train_cvae
 from ..generative.synthesis import write_decoder_upload
@@ -123,9 +123,9 @@ def _part_ids(part: dict, key: str, clients: int) -> list[int]:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     spec, profile, seed = cfg.dataset, cfg.profile, cfg.seed
-    part = resolve_part(params, args.part, spec.name, spec.shape, cfg.clients)
+    part = resolve_part(cfg.params, args.part, spec.name, spec.shape, cfg.clients)
     device = cfg.device
     data = load_data(paths, cfg)
     pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
@@ -158,7 +158,7 @@ def _run(args) -> None:
         epochs = scaled_epochs(train.epochs, profile)
         info = {**train.as_dict(), "epochs_run": epochs, "profile": profile.name}
         # a decoder above its mean image is restarted only where the guard asks for better (not at smoke)
-        restart_above = "cvae_below_mean_image_min" in guard_floors(params)
+        restart_above = "cvae_below_mean_image_min" in cfg.guard_floors
         summary = _train_cvaes(out, ids, arch, pt, x_all, y_all, spec, seed, epochs, train, device,
                                retries=part["retries"], restart_above=restart_above, progress=not args.no_progress,
                                live=live)
@@ -195,10 +195,10 @@ def _run(args) -> None:
     record = {"part": args.part, "arch": arch, "clients": ids, "epochs_run": epochs, "per_client": summary}
     if generative:  # the regime guard: a decoder worse than its data's mean image feeds the servers noise
         record["retries"] = part["retries"]
-        guards = cvae_guard(params, [s["final_loss"] for s in summary], [s["mean_image_loss"] for s in summary])
+        guards = cvae_guard(cfg.guard_floors, [s["final_loss"] for s in summary], [s["mean_image_loss"] for s in summary])
     else:  # clients at chance would feed every server of this part nothing
         record["local_acc_mean"] = float(np.mean([s["local_test_acc"] for s in summary]))
-        guards = client_guard(params, [s["local_test_acc"] for s in summary])
+        guards = client_guard(cfg.guard_floors, [s["local_test_acc"] for s in summary])
     if guards:
         record["guards"] = guards
         warn_failed(f"part {args.part}", guards)
