@@ -50,7 +50,7 @@ def setting(tmp_path_factory):
 
 def run(params, T=2, local_epochs=50, **hooks):
     cfg = validate(params)
-    rounds = read_rounds({"rounds": {"T": T, "local_epochs": local_epochs}}, cfg.profile)
+    rounds = read_rounds({"T": T, "local_epochs": local_epochs}, cfg.profile)
     return rounds_stage.run(cfg, ExperimentPaths("main", "digits"), hooks.pop("method", "fedavg"), rounds,
                             torch.device("cpu"), progress=False, **hooks)
 
@@ -128,14 +128,14 @@ def test_protocol_limits_fail_before_any_work(tmp_path, monkeypatch, extra, meth
 ])
 def test_bad_rounds_fail_with_one_line(rounds, match):
     with pytest.raises(ConfigError, match=match) as e:
-        read_rounds({"rounds": rounds}, get_profile("smoke"))
+        read_rounds(rounds, get_profile("smoke"))
     assert "\n" not in str(e.value)
 
 
 def test_rounds_defaults_and_profile_scaling():
     assert read_rounds({}, get_profile("paper")) == RoundsConfig(5, 50, 50)
-    assert read_rounds({"rounds": {"T": 3}}, get_profile("quick")) == RoundsConfig(3, 50, 5)
-    assert read_rounds({"rounds": None}, get_profile("smoke")) == RoundsConfig(5, 50, 1)
+    assert read_rounds({"T": 3}, get_profile("quick")) == RoundsConfig(3, 50, 5)
+    assert read_rounds(None, get_profile("smoke")) == RoundsConfig(5, 50, 1)
 
 
 def test_stage_writes_json_csv_and_model(setting, monkeypatch, capsys):

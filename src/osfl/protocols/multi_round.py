@@ -52,9 +52,8 @@ class RoundsConfig:
     local_epochs_run: int  # under the profile
 
 
-def read_rounds(params: Mapping[str, Any], profile: Profile) -> RoundsConfig:
-    """The ``rounds`` key ({T, local_epochs}; absent keys take the paper's values), checked."""
-    rounds = params.get("rounds")
+def read_rounds(rounds: Any, profile: Profile) -> RoundsConfig:
+    """The ``rounds`` block ({T, local_epochs}; absent keys take the paper's values), checked."""
     rounds = {} if rounds is None else rounds
     if not isinstance(rounds, Mapping):
         raise ConfigError("rounds", f"must be a mapping with keys T, local_epochs, got {rounds!r}")

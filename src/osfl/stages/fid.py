@@ -38,7 +38,7 @@ def main(argv=None) -> None:
 def fid_settings(cfg: RunConfig) -> tuple[str, int]:
     """(extractor, samples: ``fid.samples`` or the FedMHO server's M) from ``fid``, whose keys
     :func:`osfl.config.check_keys` has checked; a bad value fails naming it."""
-    own, profile = cfg.params.get("fid") or {}, cfg.profile
+    own, profile = cfg.block("fid"), cfg.profile
     extractor = own.get("extractor", "random_conv")
     check_extractor(extractor)
     samples = own.get("samples")

@@ -50,7 +50,7 @@ def run(cfg: RunConfig, paths, method: str, rounds: RoundsConfig, device: torch.
 def _run(args) -> None:
     cfg = load_run(args)
     paths = cfg.paths
-    rounds = read_rounds(cfg.params, cfg.profile)
+    rounds = read_rounds(cfg.block("rounds"), cfg.profile)
     device = cfg.device
     res = run(cfg, paths, args.method, rounds, device, progress=not args.no_progress)
 
