@@ -10,10 +10,8 @@ generator and step Adam. Both paths do the same work on the same models in one p
   (``BatchedEnsemble(batched=True)``).
 
 Prints steps/s for each and the ratio batched/looped, per device (CPU always, CUDA when present), and checks
-that the two paths give the same loss. ``--no-bn`` drops the BN-statistics term on both sides (DENSE at ``bn: 0``,
-the official DENSE code as it runs, Co-Boosting, FedHydra at λ1 = 0): the ensembles' plain forward.
-Not a test: numbers depend on the machine.
-Usage: ``python benchmarks/bench_generator.py [--clients 5] [--batch 64] [--ngf 32] [--steps 10] [--no-bn]``.
+that the two paths give the same loss. Not a test: numbers depend on the machine.
+Usage: ``python benchmarks/bench_generator.py [--clients 5] [--batch 64] [--ngf 32] [--steps 10]``.
 """
 from __future__ import annotations
 
@@ -38,11 +36,8 @@ def steps_per_s(batched: bool, models, args, device, shape) -> tuple[float, floa
     first = None
 
     def step():
-        if args.no_bn:
-            loss = F.cross_entropy(ens(gen(z)).mean(0), y)
-        else:
-            per_client, bn = ens.forward_with_bn(gen(z))
-            loss = F.cross_entropy(per_client.mean(0), y) + bn.sum()
+        per_client, bn = ens.forward_with_bn(gen(z))
+        loss = F.cross_entropy(per_client.mean(0), y) + bn.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -67,7 +62,6 @@ def main():
     ap.add_argument("--ngf", type=int, default=32, help="generator width (paper: 64; quick profile: 32)")
     ap.add_argument("--nz", type=int, default=256)
     ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--no-bn", action="store_true", help="no BN-statistics term (a plain forward of the ensemble)")
     ap.add_argument("--out", default="benchmarks/out/generator.json")
     args = ap.parse_args()
     shape = (3, 32, 32) if args.arch.startswith("cnn3") or args.arch == "resnet18" else (1, 28, 28)
@@ -81,7 +75,7 @@ def main():
         rows.append({"device": name, "looped_steps_per_s": ref, "batched_steps_per_s": fst, "ratio": fst / ref,
                      "first_loss_looped": loss_ref, "first_loss_batched": loss_fst, **vars(args)})
         print(f"{name}: looped {ref:.2f} steps/s, batched {fst:.2f} steps/s, ratio {fst / ref:.2f}x "
-              f"({args.clients} x {args.arch}, batch {args.batch}, ngf {args.ngf}, BN term {'off' if args.no_bn else 'on'}; "
+              f"({args.clients} x {args.arch}, batch {args.batch}, ngf {args.ngf}; "
               f"first loss {loss_ref:.6f} vs {loss_fst:.6f})")
     write_results(args.out, rows)
 
