@@ -112,3 +112,46 @@ def test_a_refactor_is_checked_against_the_records_or_against_the_base_revision_
     assert subprocess.run(["git", "status", "--porcelain"], cwd=work, capture_output=True, text=True).stdout == ""
     assert "osfl-verify-base" not in subprocess.run(["git", "worktree", "list"], cwd=work, capture_output=True,
                                                      text=True).stdout
+
+
+TIMED = ("import sys, time, pathlib; pathlib.Path(sys.argv[1]).write_text('42'); "
+         "pathlib.Path('runtime').mkdir(exist_ok=True); pathlib.Path('runtime/make.json').write_text("
+         "'{\"seconds\": %f}' % time.perf_counter())")
+
+
+def test_a_chain_whose_outputs_do_not_ship_is_checked_stage_after_stage(tmp_path, capsys):
+    """A run whose outputs are not here (not shipped, not in the cache): a re-run that comes out as recorded but for
+    its seconds-and-host record leaves its outputs for the next stage, and drops that record (it was not here), so
+    the stage that reads them can be checked next."""
+    work = tmp_path / "chain"
+    work.mkdir()
+    (work / "make.py").write_text(TIMED + "\n")
+    (work / "step.py").write_text(STEP + "\n")
+    (work / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
+        "make": {"cmd": f"{sys.executable} make.py made.txt", "deps": ["make.py"],
+                 "outs": ["made.txt", "runtime/make.json"]},
+        "use": {"cmd": f"{sys.executable} step.py made.txt used.txt", "deps": ["step.py", "made.txt"],
+                "outs": ["used.txt"]},
+    }}))
+    (work / ".gitignore").write_text("")
+    sh("git", "init", "-q", cwd=work)
+    sh("dvc", "init", "-q", cwd=work)
+    sh("dvc", "config", "core.autostage", "true", cwd=work)
+    sh("dvc", "repro", "-q", cwd=work)
+    sh("git", "add", "-A", cwd=work)
+    sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "runs", cwd=work)
+    for name in ("made.txt", "runtime/make.json", "used.txt"):  # as on a fresh clone: nothing of the run is here
+        (work / name).unlink()
+    subprocess.run(["rm", "-rf", str(work / ".dvc" / "cache")], check=True)
+    assert verify.main([str(work), "--sample", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "identical        make" in out and "differ only in seconds and host" in out
+    assert "identical        use" in out and "2 identical" in out
+    assert (work / "made.txt").read_text() == "42" and (work / "used.txt").read_text() == "42"
+    assert not (work / "runtime" / "make.json").exists()  # not as recorded, and not here before: dropped
+    # a seconds-and-host record that WAS here is put back with the rest, so the workspace keeps what it had
+    sh("dvc", "repro", "-q", "-f", "make", cwd=work)
+    before = (work / "runtime" / "make.json").read_text()
+    sh("git", "reset", "-q", "--hard", cwd=work)  # the record stays as committed; the new run is in the workspace
+    assert verify.main([str(work), "--sample", "1", "--stages", "make"]) == 0
+    assert (work / "runtime" / "make.json").read_text() == before

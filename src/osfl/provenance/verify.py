@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -235,7 +235,10 @@ def check_stage(project: Path, name: str, rtol: float, atol: float) -> Check:
     that read them can be checked next. Nothing that was there is lost."""
     with _aside(project, name) as aside:
         check = _rerun(project, name, aside.recorded, rtol, atol)
-        aside.keep = check.status == "identical" and not check.timings
+        # kept: outputs as recorded, seconds included; or as recorded but for seconds-and-host records that were not
+        # here before (a run whose outputs do not ship): those records are dropped, the rest stays for the next draw
+        aside.keep = check.status == "identical" and not (set(check.timings) & aside.present)
+        aside.drop = check.timings if aside.keep else ()
         said = machine.note(aside.runtime) if aside.runtime and check.status != "identical" else ""
         if said:
             check.detail += f" [{said}]"
@@ -249,6 +252,8 @@ class _Aside:
     recorded: dict[str, str]
     runtime: dict
     keep: bool = False
+    present: set[str] = field(default_factory=set)  # the recorded outputs that were in the workspace before
+    drop: tuple[str, ...] = ()  # outputs removed after a kept re-run (seconds-and-host records that were not here)
 
 
 @contextlib.contextmanager
@@ -263,6 +268,7 @@ def _aside(project: Path, name: str):
     aside = Path(tempfile.mkdtemp(prefix="verify-", dir=project / ".dvc" / "tmp"))  # same file system: renames
     for path in recorded:
         if (project / path).exists():
+            state.present.add(path)
             (aside / path).parent.mkdir(parents=True, exist_ok=True)
             (project / path).rename(aside / path)
     try:
@@ -272,6 +278,8 @@ def _aside(project: Path, name: str):
         added = sorted(_staged(project) - staged)  # DVC's autostage (core.autostage) adds what it wrote to git's index
         if added:
             subprocess.run(["git", "reset", "-q", "--", *added], cwd=_git_root(project), capture_output=True)
+        for path in state.drop if state.keep else ():
+            _remove(project / path)
         if not state.keep:  # the recorded outputs back
             for path in recorded:
                 _remove(project / path)
