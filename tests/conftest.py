@@ -86,6 +86,20 @@ def repo_root() -> Path:
     return ROOT
 
 
+def smoke_built(fixturenames) -> bool:
+    """Whether a test needs a smoke pipeline built and run (minutes): one of its fixtures, its own or one they use, is
+    a ``*_repo`` fixture of a pipeline test file (``smoke_repo``, ``fedmho_repo``, ...)."""
+    return any(name.endswith("_repo") for name in fixturenames)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test that needs a smoke pipeline is ``slow``, marked or not, so ``make test-fast`` (``-m "not slow"``)
+    never builds one."""
+    for item in items:
+        if smoke_built(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 DURATIONS: dict[str, float] = defaultdict(float)  # nodeid -> set-up + call + tear-down seconds
 T0 = time.perf_counter()
 
