@@ -278,7 +278,7 @@ def _aside(project: Path, name: str):
         added = sorted(_staged(project) - staged)  # DVC's autostage (core.autostage) adds what it wrote to git's index
         if added:
             subprocess.run(["git", "reset", "-q", "--", *added], cwd=_git_root(project), capture_output=True)
-        for path in state.drop if state.keep else ():
+        for path in state.drop:  # set only on a kept re-run
             _remove(project / path)
         if not state.keep:  # the recorded outputs back
             for path in recorded:
