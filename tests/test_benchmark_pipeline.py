@@ -9,6 +9,7 @@ import yaml
 from helpers import repo_copy, sh, stage_families
 
 from osfl.papers import benchmark
+from osfl.reporting.grid import Grid
 
 PAPER = Path(__file__).resolve().parents[1] / "papers" / "benchmark"
 SUB = "papers/benchmark"
@@ -38,7 +39,7 @@ def test_ranks_and_average_rank_over_splits_with_failed_runs_left_out():
     params = {"columns": [{"id": "a"}, {"id": "b"}, {"id": "c"}], "splits": ["dir0.5", "2cc"]}
     runs = {("fmnist", "dir0.5"): {"a": [_rec(70, 0), _rec(72, 1)], "b": [_rec(60, 0)], "c": [_rec(70, 0)]},
             ("fmnist", "2cc"): {"a": [_rec(20, 0)], "b": [_rec(30, 0), _rec(11, 1, failed=True)]}}
-    df, numbers, failed = benchmark.cells(runs, params)
+    df, numbers, failed = benchmark.cells(runs, Grid.of(params).columns)
     assert failed == 1 and numbers[("2cc", "b")]["n"] == 1
     assert df.loc["a", "fmnist Dir(0.5)"] == "71.00 ± 1.41 (n=2) (#1)"
     assert df.loc["c", "fmnist Dir(0.5)"] == "70.00 (#2)" and df.loc["b", "fmnist Dir(0.5)"] == "60.00 (#3)"
@@ -51,7 +52,7 @@ def test_ranks_and_average_rank_over_splits_with_failed_runs_left_out():
 def test_orderings_name_the_pairs_in_the_other_order(repo_root):
     """FedHydra's Table 1 at FashionMNIST α = 0.5 prints FedHydra > Co-Boosting > FedAvg > OT > DENSE > FedDF."""
     numbers = {("dir0.5", m): {"mean": v} for m, v in {"fedavg": 70.0, "fedhydra": 60.0, "coboost": 65.0}.items()}
-    lines = benchmark.orderings(numbers, {"splits": ["dir0.5"]}, repo_root / "papers")
+    lines = benchmark.orderings(numbers, Grid.of({"splits": ["dir0.5"]}), repo_root / "papers")
     assert lines[0] == "Dir(0.5): ours fedavg > coboost > fedhydra."
     fedhydra = next(line for line in lines if "FedHydra table01" in line)
     assert "fedhydra > coboost > fedavg" in fedhydra and "Kendall τ = -1.00 over 3 methods" in fedhydra
@@ -69,7 +70,7 @@ def test_the_report_says_when_ot_moved_no_unit(tmp_path):
             (runs / f"{i}.json").write_text(json.dumps({"acc_final": 50.0 + seed, "server_seconds": 0.1,
                                                          "extras": extras}))
     out = tmp_path / "reports"
-    benchmark.render(params, tmp_path / "papers" / "benchmark" / "results", tmp_path, out)
+    benchmark.render(Grid.of(params), tmp_path / "papers" / "benchmark" / "results", tmp_path, out)
     note = "OT: in 1 of 2 runs that record it the alignment moved no hidden unit"
     assert note in (out / "README.md").read_text() and note in (out / "table.md").read_text()
 
@@ -124,7 +125,7 @@ def test_the_client_number_table_reads_the_sweep_runs(tmp_path):
         for i, acc in zip(("fedavg", "dense"), accs):
             (results / run / "runs" / f"{i}.json").write_text(json.dumps({"acc_final": acc, "server_seconds": 1.0}))
     out = tmp_path / "reports"
-    benchmark.render(params, results, tmp_path, out)
+    benchmark.render(Grid.of(params), results, tmp_path, out)
     table = (out / "nclients.md").read_text()
     assert "| fedavg | 70.00 (#1) | 40.00 (#2) | 1.50 |" in table and "N=10" not in table
     assert json.loads((out / "status.json").read_text())["nclients"] == "4 cells run"
@@ -144,7 +145,7 @@ def test_each_dataset_gets_its_own_table_ranks_and_orderings(tmp_path, repo_root
         for i, acc in zip(("fedavg", "ot", "feddf"), accs):
             (results / run / "runs" / f"{i}.json").write_text(json.dumps({"acc_final": acc, "server_seconds": 1.0}))
     out = tmp_path / "reports"
-    benchmark.render(params, results, tmp_path, out)
+    benchmark.render(Grid.of(params), results, tmp_path, out)
     fm, mn = (out / "table.md").read_text(), (out / "table_mnist.md").read_text()
     assert "| fedavg | 70.00 (#1) | 1.00 |" in fm and "| mnist Dir" not in fm and "fmnist Dir" not in mn
     assert "| ot | 90.00 (#1) | 1.00 |" in mn and "| fedavg | 80.00 (#3) | 3.00 |" in mn

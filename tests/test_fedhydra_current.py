@@ -18,6 +18,7 @@ import yaml
 
 from osfl.papers import fedhydra as fh
 from osfl.reporting.runs import run_folders
+from osfl.reporting.grid import Grid
 
 PIPE = Path("papers") / "fedhydra"
 SECTION = "## Not rendered: results on disk that the current params do not produce"
@@ -93,7 +94,7 @@ def materialise(paths: list[str], results: Path) -> None:
 
 @pytest.mark.parametrize("variant", ["committed", "every_family", "corners"])
 def test_expected_results_match_dvc_yaml(repo_root, tmp_path, variant):
-    """expected_results(params) is exactly what DVC's resolution of dvc.yaml writes under results/fedhydra/ (each
+    """expected_results(Grid.of(params)) is exactly what DVC's resolution of dvc.yaml writes under results/fedhydra/ (each
     output read back with render's own file reader), and expected_paper_runs the paper_train/paper_server stages' folders."""
     params = committed_params(repo_root)
     params = {"committed": lambda p: p, "every_family": every_family, "corners": corners}[variant](params)
@@ -114,10 +115,10 @@ def test_expected_results_match_dvc_yaml(repo_root, tmp_path, variant):
             read_as = (Path(o), Path(o) / "summary.json", Path(o) / "metrics" / "test_acc.tsv")
             assert any(r in read for r in read_as), f"an output render does not read: {o}"
     # ... and the keys render finds from them are exactly the expected ones
-    expected = fh.expected_results(params)
+    expected = fh.expected_results(Grid.of(params))
     assert on_disk == expected
     paper = {o[len(paper_prefix):].split("/")[0] for o in outs if o.startswith(paper_prefix)}
-    assert paper == fh.expected_paper_runs(params)
+    assert paper == fh.expected_paper_runs(Grid.of(params))
     if variant == "committed":
         assert expected["fmnist-dir0.5"] >= {"fedavg", "fedhydra", "fedhydra-ae", "fedhydra-l0.5-1", "clients",
                                              "partition"}
@@ -147,7 +148,7 @@ def test_committed_results_are_all_current(repo_root):
     """Every result committed under results/fedhydra/ and results/fedhydra-paper/ is one the committed params
     produce (so the committed README has no "Not rendered" section)."""
     params = committed_params(repo_root)
-    exp, paper = fh.expected_results(params), fh.expected_paper_runs(params)
+    exp, paper = fh.expected_results(Grid.of(params)), fh.expected_paper_runs(Grid.of(params))
     assert fh.not_current(repo_root / PIPE / "results", lambda r, k: r in exp and (k is None or k in exp[r])) == []
     assert fh.not_current(repo_root / PIPE / "results" / "paper", lambda r, k: r in paper) == []
 
@@ -196,7 +197,7 @@ def test_render_leaves_out_and_lists_stale_results(repo_root, tmp_path, capsys):
                                           "fedhydra-l0-0": 99.5})  # stale: a λ row no longer in `lambdas`
     write_run(results, "fmnist-dir0.3", {"fedavg": 77.7, "fedhydra": 88.8})  # stale: a split no longer in `splits`
     out = tmp_path / "out"
-    fh.render(params, results, tmp_path / "no-prepared-data", out, paper_results_root=tmp_path / "no-paper-results",
+    fh.render(Grid.of(params), results, tmp_path / "no-prepared-data", out, paper_results_root=tmp_path / "no-paper-results",
               published_root=str(repo_root / PIPE / "published"))
 
     readme = (out / "README.md").read_text()
@@ -228,7 +229,7 @@ def test_no_section_when_everything_is_current(repo_root, tmp_path, capsys):
     params.update(splits=["dir0.5"], methods=["fedavg"], lambdas=[])
     results = tmp_path / "fedhydra"
     write_run(results, "fmnist-dir0.5", {"fedavg": 61.0})
-    fh.render(params, results, tmp_path / "no-prepared-data", tmp_path / "out",
+    fh.render(Grid.of(params), results, tmp_path / "no-prepared-data", tmp_path / "out",
               published_root=str(repo_root / PIPE / "published"))
     assert "Not rendered" not in (tmp_path / "out" / "README.md").read_text()
     assert "not rendered" not in capsys.readouterr().err

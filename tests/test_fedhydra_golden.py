@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from osfl.papers import fedhydra
+from osfl.reporting.grid import Grid
 
 TEXT = (".md", ".tex", ".json")
 
@@ -53,7 +54,7 @@ def test_rerender_matches_committed_reports(repo_root, tmp_path):
     out = tmp_path / "fedhydra"
     # the real images of Fig. 12 come from prepared data (a DVC output); only the PNG/PDF depend on them
     results = checked_out_results(repo_root, tmp_path / "results")
-    fedhydra.render(params, results, tmp_path / "no-prepared-data", out, published_root=str(pipe / "published"),
+    fedhydra.render(Grid.of(params), results, tmp_path / "no-prepared-data", out, published_root=str(pipe / "published"),
                     paper_results_root=results / "paper", summary=tmp_path / "summary.json",
                     benchmark_root=repo_root / "papers" / "benchmark")
     assert (tmp_path / "summary.json").read_bytes() == (pipe / "summary.json").read_bytes()

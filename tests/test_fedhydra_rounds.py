@@ -11,6 +11,7 @@ from osfl.papers import fedhydra as fh
 from osfl.papers.fedhydra.rounds import fashion_rounds, round_cells
 
 from test_fedhydra_current import PIPE, committed_params, write_run
+from osfl.reporting.grid import Grid
 
 
 def write_rounds(root: Path, run: str, accs: dict[str, list[float]], epochs: int = 5) -> None:
@@ -32,7 +33,7 @@ def _render(repo_root, tmp_path, accs: dict[str, list[float]]) -> Path:
     write_run(results, "fmnist-dir0.1", {"fedavg": 30.0, "fedhydra": 40.0})
     write_rounds(results, "fmnist-dir0.1", accs)
     out = tmp_path / "out"
-    fh.render(params, results, tmp_path / "no-prepared-data", out, paper_results_root=tmp_path / "none",
+    fh.render(Grid.of(params), results, tmp_path / "no-prepared-data", out, paper_results_root=tmp_path / "none",
               published_root=str(repo_root / PIPE / "published"), benchmark_root=tmp_path / "no-benchmark")
     return out
 

@@ -21,6 +21,7 @@ from osfl.papers import fedhydra as fh
 from osfl.reporting.comparison import render_comparison
 from osfl.reporting.published import get_artifact
 from osfl.reporting.spread import Side, compare, format_spread, mean_std
+from osfl.reporting.grid import Grid
 
 TABLE1 = ("table01", "FedHydra has the best ac")
 SA_AE = ("figure07", "SA consistently outperfo")
@@ -49,7 +50,7 @@ def rendered(repo_root, tmp_path):
                    "authors")
     out = tmp_path / "out"
     summary = tmp_path / "summary.json"
-    fh.render(spread_params(repo_root), results, tmp_path / "no-prepared-data", out, summary=summary,
+    fh.render(Grid.of(spread_params(repo_root)), results, tmp_path / "no-prepared-data", out, summary=summary,
               published_root=str(repo_root / PIPE / "published"))
     return out, summary
 
@@ -173,7 +174,7 @@ def test_seeds_of_another_reading_are_left_out_of_the_mean():
 
 
 def test_expected_results_contain_the_spread_runs_and_variants(repo_root):
-    exp = fh.expected_results(spread_params(repo_root))
+    exp = fh.expected_results(Grid.of(spread_params(repo_root)))
     assert exp["fmnist-dir0.5-s1"] == exp["fmnist-dir0.5-s2"] == {"partition", "clients", "fedavg", "dense", "fedhydra"}
     assert "fmnist-dir0.3-s1" not in exp  # spread.splits is dir0.5 only
     assert {"fedhydra-literal", "dense-bn0"} <= exp["fmnist-dir0.5"]

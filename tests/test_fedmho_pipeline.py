@@ -10,6 +10,7 @@ import yaml
 from osfl.errors import ConfigError
 from osfl.papers import fedmho
 from osfl.stages.flops import table_macs
+from osfl.reporting.grid import Grid
 
 PAPER = Path(__file__).resolve().parents[1] / "papers" / "fedmho"
 
@@ -38,7 +39,7 @@ def test_committed_report_is_what_the_committed_runs_render_to(tmp_path):
     byte for byte. The curve figures (and README's state of them) need the runs' live curves, which `make fedmho`
     checks out of the shipped store first (the smoke pipeline tests render those)."""
     params = yaml.safe_load((PAPER / "params.yaml").read_text())
-    written = fedmho.render(params, PAPER / "results", tmp_path, tmp_path / "reports",
+    written = fedmho.render(Grid.of(params), PAPER / "results", tmp_path, tmp_path / "reports",
                             published_root=str(PAPER / "published"), summary=tmp_path / "summary.json")
     committed = {p.name for p in (PAPER / "reports").iterdir()}
     tables = [p for p in written if p.name.startswith("table")]
@@ -56,7 +57,7 @@ def test_table4_shows_mean_and_spread_over_seeds(tmp_path):
         runs = tmp_path / f"fmnist-dir0.1-s{seed}" / "runs"
         runs.mkdir(parents=True)
         (runs / "fedmho-md.json").write_text(json.dumps({"acc_final": acc, "choices": {}}))
-    fedmho.render(params, tmp_path, tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"))
+    fedmho.render(Grid.of(params), tmp_path, tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"))
     t4 = (tmp_path / "reports" / "table04.md").read_text()
     row = next(line for line in t4.splitlines() if line.startswith("| Fashion, 3, 0.1"))
     assert "62.00 ± 2.83 (n=2) / 71.04 ± 0.50 (-9.04)" in row  # std of 60, 64 (ddof 1) = 2.83; paper MD 71.04
@@ -66,7 +67,7 @@ def test_table4_shows_mean_and_spread_over_seeds(tmp_path):
 def test_table3_shows_a_changed_default(tmp_path):
     params = yaml.safe_load((PAPER / "params.yaml").read_text())
     params["per_dataset"]["svhn"]["cvae"]["lr"] = 2.0e-3
-    fedmho.render(params, tmp_path, tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"))
+    fedmho.render(Grid.of(params), tmp_path, tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"))
     row = next(line for line in (tmp_path / "reports" / "table03.md").read_text().splitlines()
                if line.startswith("| Local LR (CVAE)"))
     assert row.split("|")[4].strip() == "2e-3 (paper 1e-3)"  # columns: MNIST, Fashion, SVHN, EMNIST
@@ -216,7 +217,7 @@ def test_sweep_artifacts_render_from_their_runs(fedmho_repo, repo_root, tmp_path
     committed = yaml.safe_load((repo_root / SUB / "params.yaml").read_text())
     full = deepcopy(params)
     full["sweeps"]["variants"] += [v for v in committed["sweeps"]["variants"] if v["id"] in made_up]
-    fedmho.render(full, results, work / SUB / "data" / "prepared", tmp_path / "reports",
+    fedmho.render(Grid.of(full), results, work / SUB / "data" / "prepared", tmp_path / "reports",
                   published_root=str(work / SUB / "published"))
     assert "| Fashion: 40, dir0.5 | 41.00 / — |" in (tmp_path / "reports" / "table08.md").read_text()
     readme = (tmp_path / "reports" / "README.md").read_text()

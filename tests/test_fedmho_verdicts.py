@@ -11,6 +11,7 @@ import yaml
 
 from osfl.papers import fedmho
 from osfl.reporting.spread import Side
+from osfl.reporting.grid import Grid
 
 PAPER = Path(__file__).resolve().parents[1] / "papers" / "fedmho"
 METHODS = ["FedAvg", "FedDF", "DENSE", "Co-Boosting", "FEDCVAE", "FedMHO", "FedMHO-MD", "FedMHO-SD"]
@@ -74,23 +75,23 @@ def test_table4_sides_read_curves_clients_and_samples(tmp_path):
     live.mkdir(parents=True)
     live.joinpath("test_acc.tsv").write_text("step\ttest_acc\n0\t10\n1\t50\n2\t60\n3\t58\n4\t60\n")
     numbers = {(ROW, "FedMHO-MD"): {"values": {0: 60.0}, "run": ("fmnist", "dir0.5"), "id": "fedmho-md"}}
-    (side,) = fedmho.table04_sides(params, tmp_path, numbers).values()
+    (side,) = fedmho.table04_sides(Grid.of(params), tmp_path, numbers).values()
     assert side.values == {0: 60.0} and side.swings == {0: 2.0} and side.degenerate == {0: None}
     # the VGG-9 part of the cohort at chance; the CVAE clients' decoded samples all one image
     (run / "clients-vgg9.json").write_text(json.dumps({"local_acc_mean": 10.4}))
-    (side,) = fedmho.table04_sides(params, tmp_path, numbers).values()
+    (side,) = fedmho.table04_sides(Grid.of(params), tmp_path, numbers).values()
     assert side.degenerate[0] == "clients at chance (mean local accuracy 10.40 %, chance 10.00 %)"
     (run / "clients-vgg9.json").unlink()
     (run / "samples").mkdir()
     np.savez(run / "samples" / "samples.npz", images=np.zeros((10, 4, 1, 28, 28), dtype=np.uint8))
-    (side,) = fedmho.table04_sides(params, tmp_path, numbers).values()
+    (side,) = fedmho.table04_sides(Grid.of(params), tmp_path, numbers).values()
     assert side.degenerate[0] == "generator samples constant (40 samples, all the same image)"
 
 
 def test_table4_caption_names_the_clients_behind_its_runs(tmp_path):
     params = yaml.safe_load((PAPER / "params.yaml").read_text())
     params.update(datasets=["fmnist"], splits=["dir0.5", "dir0.1"], seeds=[0])
-    assert fedmho.parts_note(params, tmp_path) == ""
+    assert fedmho.parts_note(Grid.of(params), tmp_path) == ""
     for split, acc in (("dir0.5", 58.19), ("dir0.1", 28.07)):
         run = tmp_path / f"fmnist-{split}-s0"
         run.mkdir()
@@ -98,7 +99,7 @@ def test_table4_caption_names_the_clients_behind_its_runs(tmp_path):
     (tmp_path / "fmnist-dir0.5-s0" / "clients-cvae_small.json").write_text(json.dumps({"per_client": [
         {"client": 5, "final_loss": 282.3, "mean_image_loss": 392.8},
         {"client": 6, "final_loss": 842.9, "mean_image_loss": 382.3, "diverged_in_epochs": [16, 40]}]}))
-    assert fedmho.parts_note(params, tmp_path) == (
+    assert fedmho.parts_note(Grid.of(params), tmp_path) == (
         "Clients: vgg9 mean local accuracy dir0.5 s0 58.19 %, dir0.1 s0 28.07 % (20 local epochs); cvae_small "
         "clients ending below their data's mean-image loss dir0.5 s0 1/2; restarted from a fresh draw: dir0.5 s0 "
         "client 6 after failed attempts ending in epochs 16, 40.")

@@ -8,6 +8,7 @@ import yaml
 
 from osfl.cost.traffic import fedavg_traffic, fedseq_traffic, hfldd_traffic
 from osfl.papers import hfldd
+from osfl.reporting.grid import Grid
 
 PAPER = Path(__file__).resolve().parents[1] / "papers" / "hfldd"
 LENET = 44_426
@@ -50,7 +51,7 @@ def rendered(tmp_path_factory):
               "fedseq": [82.0, 85.0, 86.0, 87.0], "cl": [85.0, 87.0, 88.0, 89.0]}
     for c in (1, 2, 10):
         fake_run(tmp_path / "results", f"fmnist-c{c}-s0", curves, homo, hetero, headers)
-    written = hfldd.render(params, tmp_path / "results", tmp_path, tmp_path / "reports",
+    written = hfldd.render(Grid.of(params), tmp_path / "results", tmp_path, tmp_path / "reports",
                            published_root=str(PAPER / "published"), summary=tmp_path / "summary.json")
     return tmp_path, params, written
 
@@ -134,7 +135,7 @@ def test_checks_on_runs_with_clients_at_chance_are_not_judged(tmp_path):
             "local_acc_mean": 60.0, "per_client": [{"client": k, "local_test_acc": 60.0 + k % 3} for k in range(100)]})
     _write(tmp_path / "results" / "fmnist-c2-s0" / "clients.json",  # seed 0 of C = 2 only
            {"local_acc_mean": 10.0, "per_client": [{"client": k, "local_test_acc": 10.0} for k in range(100)]})
-    hfldd.render(params, tmp_path / "results", tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"),
+    hfldd.render(Grid.of(params), tmp_path / "results", tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"),
                  summary=tmp_path / "summary.json")
     readme = (tmp_path / "reports" / "README.md").read_text()
     reason = "clients at chance (mean local accuracy 10.00 %, chance 10.00 %; all 100 exactly 10.00 %)"
@@ -165,7 +166,7 @@ def test_each_baseline_is_judged_on_its_own_seeds(tmp_path):
         fake_run(tmp_path / "results", f"fmnist-c1-s{seed}", curves, homo, hetero, headers)
         _write(tmp_path / "results" / f"fmnist-c1-s{seed}" / "clients.json", {
             "local_acc_mean": 60.0, "per_client": [{"client": k, "local_test_acc": 60.0 + k % 3} for k in range(100)]})
-    hfldd.render(params, tmp_path / "results", tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"),
+    hfldd.render(Grid.of(params), tmp_path / "results", tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"),
                  summary=tmp_path / "summary.json")
     readme = (tmp_path / "reports" / "README.md").read_text()
     assert ("§7 HFLDD above FedAvg at the last round, Fashion-MNIST C = 1 (a half of the line above): holds (HFLDD "
@@ -200,7 +201,7 @@ def test_k_robustness_compares_the_k_points_on_the_seeds_they_share():
          "ksweep": {5: rec(80.5), 6: rec(79.5), 7: rec(80.0)}},
         *({"seed": s, "C": 2, "clients": clients, "rounds": {"hfldd": rec(60.0)}, "ksweep": {}} for s in (1, 2))]}
     paper = pd.DataFrame({5: [98.0], 6: [97.0], 10: [98.5]}, index=["MNIST (C = 2)"])
-    [(claim, verdict)] = k_robustness({"clustering": {"K": 10}}, runs, paper)
+    [(claim, verdict)] = k_robustness(Grid.of({"clustering": {"K": 10}}), runs, paper)
     assert "K = 10: 80.00" in verdict.evidence and "range 1.00" in verdict.evidence, verdict.evidence
 
 
@@ -213,7 +214,7 @@ def test_traffic_verdict_names_the_rivals_it_was_judged_against():
     mib = {("fmnist", "HFLDD", 80.0): {0: 1.0}, ("fmnist", "FedAvg", 80.0): {0: 9.0},
            ("fmnist", "FedSeq", 80.0): {0: 5.0}, ("mnist", "HFLDD", 80.0): {0: 1.0},
            ("mnist", "FedAvg", 80.0): {0: 9.0}}
-    lines = [c for c, _ in spec_checks(params, {}, {}, mib) if "lowest traffic" in c]
+    lines = [c for c, _ in spec_checks(Grid.of(params), {}, {}, mib) if "lowest traffic" in c]
     assert lines == ["§7 HFLDD has the lowest traffic to reach the targets at C = 2, Fashion-MNIST (judged against "
                      "FedAvg, FedSeq)",
                      "§7 HFLDD has the lowest traffic to reach the targets at C = 2, MNIST (judged against FedAvg; "

@@ -12,6 +12,7 @@ import yaml
 from osfl.models import build_model
 from osfl.papers import ofeded
 from osfl.reporting.published import load_artifacts, load_published_table
+from osfl.reporting.grid import Grid
 
 PAPER = Path(__file__).resolve().parents[1] / "papers" / "ofeded"
 SUB = "papers/ofeded"
@@ -31,7 +32,7 @@ def test_published_tables_read_as_printed():
 
 def test_every_ablation_row_has_a_run_and_the_parts_it_names():
     params = yaml.safe_load((PAPER / "params.yaml").read_text())
-    rows = ofeded.ablation_entries(params)
+    rows = ofeded.ablation_entries(Grid.of(params))
     assert sorted(rows) == sorted(load_published_table(
         {a.id: a for a in load_artifacts(PAPER / "published")}["table3"]).index)
     assert rows[", , "]["method"] == "coboost" and rows["✓, ✓, ✓"]["id"] == "ofeded"
@@ -74,7 +75,7 @@ def test_table1_keeps_the_papers_rows_and_adds_ours(tmp_path):
         runs.mkdir(parents=True)
         (runs / "coboost.json").write_text(json.dumps({"acc_final": cob}))
         (runs / "ofeded.json").write_text(json.dumps({"acc_final": ofe}))
-    ofeded.render(params, tmp_path, tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"))
+    ofeded.render(Grid.of(params), tmp_path, tmp_path, tmp_path / "reports", published_root=str(PAPER / "published"))
     t1 = (tmp_path / "reports" / "table1.md").read_text().splitlines()
     assert sum(line.startswith("| MNIST, 0.05 |") for line in t1) == 1  # the paper's rows stay
     row = next(line for line in t1 if line.startswith("| Fashion-MNIST, dir0.3"))
@@ -141,7 +142,7 @@ def test_smoke_pipeline_renders_tables_1_and_3(ofeded_repo):
     for entry in [e for e in params["columns"] + params["s_columns"] if e.get("paper")]:
         assert f"{acc(entry['id']):.2f} / —" in row, entry["id"]
     t3 = (reports / "table3.md").read_text()
-    for label, entry in ofeded.ablation_entries(params).items():
+    for label, entry in ofeded.ablation_entries(Grid.of(params)).items():
         line = next(x for x in t3.splitlines() if x.startswith(f"| {ofeded.row_label(label)} |"))
         assert line.rstrip(" |").endswith(f"{acc(entry['id']):.2f}"), label
     distilled = json.loads((run / "distilled.json").read_text())
@@ -152,7 +153,7 @@ def test_smoke_pipeline_renders_tables_1_and_3(ofeded_repo):
     readme = (reports / "README.md").read_text()
     n1 = sum(bool(e.get("paper")) for e in params["columns"] + params["s_columns"])
     assert f"| `table1` | Table 1 | {n1} cells run |" in readme
-    assert f"| `table3` | Table 3 | {len(ofeded.ablation_entries(params))} cells run |" in readme
+    assert f"| `table3` | Table 3 | {len(ofeded.ablation_entries(Grid.of(params)))} cells run |" in readme
     runs_md = (reports / "runs.md").read_text()  # every server run's final, best, gate and fine-tunes
     for entry in params["columns"] + params["s_columns"]:
         assert f"| Fashion-MNIST, dir0.3, s0: {entry['id']} | {acc(entry['id']):.2f} |" in runs_md, entry["id"]
@@ -268,12 +269,12 @@ def test_other_rows_and_panels_render_from_copies_of_the_runs(ofeded_repo, repo_
         full[key] += [c for c in committed[key] if c["id"] in COPIES]
     full["variants"] += [v for v in committed["variants"] if f"ofeded-{v['id']}" in COPIES]
     reports = tmp_path / "reports"
-    ofeded.render(full, results, work / SUB / "data" / "prepared", reports, published_root=str(work / SUB / "published"))
+    ofeded.render(Grid.of(full), results, work / SUB / "data" / "prepared", reports, published_root=str(work / SUB / "published"))
     t3 = (reports / "table3.md").read_text()
     assert next(x for x in t3.splitlines() if x.startswith(f"| {ofeded.row_label('✓, , ')} |")).rstrip(" |") \
         .endswith("41.00")
     readme = (reports / "README.md").read_text()
-    assert f"| `table3` | Table 3 | {len(ofeded.ablation_entries(params)) + 1} cells run |" in readme
+    assert f"| `table3` | Table 3 | {len(ofeded.ablation_entries(Grid.of(params))) + 1} cells run |" in readme
     assert "| `fig2b` | Fig. 2(b) | 1 panels run |" in readme and (reports / "fig2b.png").stat().st_size > 0
     main = json.loads((run / "runs" / "ofeded.json").read_text())["acc_final"]
     assert follows(verdict(readme, "IPC = 2 gives OFedED's best accuracy (Fig. 2(b))"), main >= 43.0)  # main: IPC 2

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from osfl.papers import ofeded
+from osfl.reporting.grid import Grid
 
 PAPER = Path(__file__).resolve().parents[1] / "papers" / "ofeded"
 
@@ -45,7 +46,7 @@ def table1_numbers(root: Path) -> dict:
     from osfl.reporting.runs import read_runs
 
     art = next(a for a in load_artifacts(str(PAPER / "published")) if a.id == "table1")
-    return ofeded.table1(p, read_runs(root, p, ofeded._entries(p)), art)[1]
+    return ofeded.table1(Grid.of(p), read_runs(root, Grid.of(p), ofeded._entries(Grid.of(p))), art)[1]
 
 
 def test_table1_claim_uses_the_seeds_both_methods_ran(tmp_path):
@@ -88,13 +89,13 @@ def test_ipc_and_noise_claims_beyond_the_spread(tmp_path):
         for v, mean in {"ipc1": 55.0, "ipc5": 59.5, "img1": 58.0, "img3": 50.0, "grad1": 45.0, "grad3": 40.0,
                         "both1": 30.0, "both3": 61.5}.items():
             record(tmp_path, run, f"ofeded-{v}", mean + OFFSET[seed], wobble(mean + OFFSET[seed], 0.2))
-    _, verdicts = ofeded.ipc_panels(p, tmp_path)
+    _, verdicts = ofeded.ipc_panels(Grid.of(p), tmp_path)
     ((claim, v),) = verdicts
     assert claim == "Fashion-MNIST, α = 0.3: IPC = 2 gives OFedED's best accuracy (Fig. 2(b))"
     assert v.verdict == "within spread"  # IPC 5 is 0.5 below IPC 2, inside the std of 1 (beyond the 0.2 swing)
     assert ("IPC 2 60.00 ± 1.00 (n=3) vs IPC 5 59.50 ± 1.00 (n=3) (seeds 0, 1, 2 (n = 3): difference +0.50, "
             "spread 1.00 (larger sample std)") in v.evidence
-    _, verdicts = ofeded.dp_panels(p, tmp_path)
+    _, verdicts = ofeded.dp_panels(Grid.of(p), tmp_path)
     v = {c.split(": ", 1)[1]: x for c, x in verdicts}
     lower = v["every noise setting lowers accuracy (Fig. 3)"]
     assert lower.verdict == "does not hold" and "no noise 60.00 ± 1.00 (n=3) vs both σ=3 61.50" in lower.evidence
@@ -108,7 +109,7 @@ def test_ipc_and_noise_claims_beyond_the_spread(tmp_path):
     (tmp_path / f"{run}-dpg1").mkdir()
     (tmp_path / f"{run}-dpg1" / "clients.json").write_text(json.dumps(
         {"local_acc_mean": 40.0, "per_client": [{"local_test_acc": 40.0}] * 10}))
-    _, verdicts = ofeded.dp_panels(p, tmp_path)
+    _, verdicts = ofeded.dp_panels(Grid.of(p), tmp_path)
     v = {c.split(": ", 1)[1]: x for c, x in verdicts}
     assert v["noise on the gradients costs more than noise on the images (Fig. 3)"].label == (
         "not judged: clients all equal (all 10 exactly 40.00 %)")
@@ -129,7 +130,7 @@ def test_table3_claims_compare_the_rows_beyond_the_spread(tmp_path):
     rows = {"coboost": 50.0, "ofeded": 60.0, "ofeded-l": 55.0, "ofeded-lo": 58.5}  # rows 1, 8, 2, 6 (✓ · – · ✓)
     for rid, acc in rows.items():
         row(rid, acc)
-    v = dict(ofeded.ablation_claims(ofeded.table3_sides(p, tmp_path)))
+    v = dict(ofeded.ablation_claims(ofeded.table3_sides(Grid.of(p), tmp_path)))
     where = "Fashion-MNIST, α = 0.3, Table 3"
     assert v[f"{where}: every variant of OFedED above Co-Boosting (row 1, no part)"].verdict == "holds"
     assert v[f"{where}: all three parts (row 8) the best row"].verdict == "holds"
@@ -138,7 +139,7 @@ def test_table3_claims_compare_the_rows_beyond_the_spread(tmp_path):
     drop = v[f"{where}: without the class-weighted ensemble (✓ · – · ✓) below all three parts"]
     assert drop.verdict == "holds" and "difference +1.50, spread 1.00 (larger sample std)" in drop.full_evidence
     row("ofeded-eo", 59.5)  # row 7 (– · ✓ · ✓) half a point under row 8
-    v = dict(ofeded.ablation_claims(ofeded.table3_sides(p, tmp_path)))
+    v = dict(ofeded.ablation_claims(ofeded.table3_sides(Grid.of(p), tmp_path)))
     best = v[f"{where}: all three parts (row 8) the best row"]
     assert best.verdict == "within spread" and "60.00 ± 1.00 (n=3) vs – · ✓ · ✓ 59.50" in best.evidence
     # a run that failed its regime guard feeds no verdict: row 6 without seed 0 is compared on two seeds (not
@@ -146,10 +147,10 @@ def test_table3_claims_compare_the_rows_beyond_the_spread(tmp_path):
     no_ens = f"{where}: without the class-weighted ensemble (✓ · – · ✓) below all three parts"
     failed = {"server_gain_min": {"passed": False, "floor": 15.0, "value": 12.0}}
     row("ofeded-lo", 58.5, failed, seeds=(0,))
-    v = dict(ofeded.ablation_claims(ofeded.table3_sides(p, tmp_path)))
+    v = dict(ofeded.ablation_claims(ofeded.table3_sides(Grid.of(p), tmp_path)))
     assert v[no_ens].label == "not judged (n = 2)" and "seeds 1, 2 (n = 2): difference +1.50" in v[no_ens].basis
     row("ofeded-lo", 58.5, failed)
-    v = dict(ofeded.ablation_claims(ofeded.table3_sides(p, tmp_path)))
+    v = dict(ofeded.ablation_claims(ofeded.table3_sides(Grid.of(p), tmp_path)))
     assert v[no_ens].verdict == "not run"
 
 
@@ -163,7 +164,7 @@ def test_teacher_claims_per_seed(tmp_path):
             live.mkdir(parents=True)
             live.joinpath("teacher_acc.tsv").write_text(
                 "step\tteacher_acc\n" + "".join(f"{i + 1}\t{a}\n" for i, a in enumerate(curve)))
-    v = dict(ofeded.teacher_claims(ofeded.teacher_sides(p, tmp_path)))
+    v = dict(ofeded.teacher_claims(ofeded.teacher_sides(Grid.of(p), tmp_path)))
     ends = v["Fashion-MNIST, α = 0.3: OFedED's ensemble ends above DENSE's and Co-Boosting's (Fig. 2(a))"]
     assert ends.verdict == "holds"
     assert "OFedED last epoch 71.00 ± 1.00 (n=3) vs DENSE last epoch 56.00 ± 1.00" in ends.evidence
@@ -181,9 +182,9 @@ def test_the_runs_table_gives_final_best_gate_and_finetunes(tmp_path):
         "guards": {"server_gain_min": {"passed": True}}}))
     run.joinpath("coboost.json").write_text(json.dumps({
         **base, "acc_final": 12.0, "guards": {"clients:clients.client_acc_mean_min": {"passed": False}}}))
-    df = ofeded.run_table(p, tmp_path)
+    df = ofeded.run_table(Grid.of(p), tmp_path)
     o, c = df.loc["Fashion-MNIST, dir0.3, s0: ofeded"], df.loc["Fashion-MNIST, dir0.3, s0: coboost"]
     assert (o["final (%)"], o["best (%)"], o["best epoch"], o["gate kept / proposed"], o["fine-tunes"], o["guards"]) == (
         "61.00", "62.50", "7", "3 / 9", "2", "passed")
     assert c["gate kept / proposed"] == "—" and c["guards"] == "failed: clients:clients.client_acc_mean_min"
-    assert ofeded.run_table(params(splits=["dir0.1"], seeds=[0]), tmp_path) is None
+    assert ofeded.run_table(Grid.of(params(splits=["dir0.1"], seeds=[0])), tmp_path) is None

@@ -4,6 +4,7 @@ import json
 
 from osfl.reporting import book
 from osfl.reporting.settings import pointer, read, rows, write
+from osfl.reporting.grid import Grid
 
 
 def test_rows_name_profile_reductions_guards_precision_grid_and_machines(tmp_path):
@@ -19,23 +20,23 @@ def test_rows_name_profile_reductions_guards_precision_grid_and_machines(tmp_pat
                                              "threads": 1}}
     (run / "runs" / "fedavg.json").write_text(json.dumps(record))
     (run / "live" / "x" / "metrics.json").write_text(json.dumps(record))  # a curve: not a run record
-    got = dict(rows(params, tmp_path / "results"))
+    got = dict(rows(Grid.of(params), tmp_path / "results"))
     assert got["profile"] == "cpu"
     assert got["reductions from the paper's settings"] == "vgg9 → vgg9_cpu (6.8 s an epoch); server.epochs=20 (time)"
     assert got["regime guards"].startswith("server best and final ≥ chance + 5 points")
     assert got["precision"] == "bf16 (runtime.precision)"
     assert got["runs (params)"] == "datasets fmnist; splits dir0.5; seeds 0, 1"
     assert got["machines"] == "AMD EPYC (AVX512, 1 thread): 1 run record"
-    assert dict(rows({"profile": "quick"}))["regime guards"] == "none"
-    assert "machines" not in dict(rows({"profile": "quick"}))
+    assert dict(rows(Grid.of({"profile": "quick"})))["regime guards"] == "none"
+    assert "machines" not in dict(rows(Grid.of({"profile": "quick"})))
 
 
 def test_a_tables_note_points_to_the_settings_table_instead_of_repeating_it():
     params = {"profile": "cpu", "cpu": {"set": [{"set": "server.epochs=20", "reason": "200 epochs take 3 h"}]}}
-    note = pointer(params)
+    note = pointer(Grid.of(params))
     assert note.startswith("Profile cpu; its reductions from the paper's settings, regime guards")
     assert "settings table" in note and "server.epochs" not in note and "3 h" not in note
-    assert "reductions" not in pointer({"profile": "quick"})
+    assert "reductions" not in pointer(Grid.of({"profile": "quick"}))
 
 
 def test_the_book_sets_each_papers_settings_in_its_appendix(tmp_path):

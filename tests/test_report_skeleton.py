@@ -4,6 +4,7 @@ import pandas as pd
 
 from osfl.reporting import skeleton
 from osfl.reporting.published import Artifact
+from osfl.reporting.grid import Grid
 
 
 def _art(i: str, kind: str = "table") -> Artifact:
@@ -20,7 +21,7 @@ def test_every_artifact_gets_its_state_from_data(tmp_path):
                               [("claim", "verdict")], [{"cell": 1}])
 
     arts = [_art("table1"), _art("table2"), _art("fig1", "figure"), _art("fig2", "figure"), _art("table3")]
-    ctx = skeleton.Context({}, tmp_path, tmp_path, tmp_path / "reports")
+    ctx = skeleton.Context(Grid.of({}), tmp_path, tmp_path, tmp_path / "reports")
     (tmp_path / "reports").mkdir()
     report = skeleton.build_all(ctx, arts, {"table1": table, "table2": table, "fig2": lambda c, a: None},
                                 {"fig1": "a schematic: no data"}, not_built="not built yet (issue 1)")

@@ -58,14 +58,14 @@ def split_label(split: str) -> str:
     return SPLIT_LABELS.get(split, split.replace("dir", "Dir(") + ")" if split.startswith("dir") else split)
 
 
-def cells(runs: dict, params: dict) -> tuple[pd.DataFrame, dict, int]:
-    """(the table, {(split, id): {"mean", "std", "n", "seconds"}} of the runs that passed their guards, the number
+def cells(runs: dict, columns) -> tuple[pd.DataFrame, dict, int]:
+    """(the table of ``columns`` (the grid's entries: ``id``, ``method``, ...), {(split, id): {"mean", "std", "n", "seconds"}} of the runs that passed their guards, the number
     of runs left out for a failed guard)."""
     splits, rows, numbers, failed = [], {}, {}, 0
     for (ds, split), by_id in runs.items():
         col = f"{ds} {split_label(split)}"
         splits.append((col, split))
-        for entry in Grid.of(params).columns:
+        for entry in columns:
             recs = by_id.get(entry["id"], [])
             good, note = split_by_guards(recs)
             failed += len(recs) - len(good)
@@ -91,11 +91,11 @@ def cells(runs: dict, params: dict) -> tuple[pd.DataFrame, dict, int]:
     return df, numbers, failed
 
 
-def figure(numbers: dict, params: dict, out_stem: Path, dataset: str = "") -> list[Path]:
+def figure(numbers: dict, grid: Grid, out_stem: Path, dataset: str = "") -> list[Path]:
     """Accuracy (mean over seeds) against the server's seconds (log scale), one panel per split that ran."""
     import matplotlib.pyplot as plt
 
-    splits = [s for s in Grid.of(params).splits if any(k == s for k, _ in numbers)]
+    splits = [s for s in grid.splits if any(k == s for k, _ in numbers)]
     with _style():
         fig, axes = plt.subplots(1, max(1, len(splits)), figsize=(4.2 * max(1, len(splits)), 3.6), squeeze=False)
         for ax, split in zip(axes[0], splits):
@@ -126,14 +126,14 @@ def paper_order(papers_root: Path, paper: str, table: str, axis: str, label: str
     return {METHOD_OF_LABEL[k]: float(v) for k, v in series.items() if k in METHOD_OF_LABEL and not math.isnan(v)}
 
 
-def orderings(numbers: dict, params: dict, papers_root: Path, dataset: str = "fmnist") -> list[str]:
+def orderings(numbers: dict, grid: Grid, papers_root: Path, dataset: str = "fmnist") -> list[str]:
     """Per split and paper table: both orders over the methods both have, Kendall's τ and the pairs that differ
     (``numbers``: the runs on ``dataset``, whose columns of the papers' tables are compared)."""
     from scipy.stats import kendalltau
 
     lines = []
     prefix = "" if dataset == "fmnist" else f"{dataset} "
-    for split in Grid.of(params).splits:
+    for split in grid.splits:
         ours = {i: v["mean"] for (s, i), v in numbers.items() if s == split}
         if not ours:
             continue
@@ -155,14 +155,13 @@ def orderings(numbers: dict, params: dict, papers_root: Path, dataset: str = "fm
     return lines
 
 
-def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, paper_results_root: Path | None = None,
+def render(grid: Grid, results_root: Path, prepared_root: Path, out: Path, *, paper_results_root: Path | None = None,
            summary: Path | None = None) -> list[Path]:
-    grid = Grid.of(params)
     out.mkdir(parents=True, exist_ok=True)
-    every = {**params, "columns": list(grid.columns) + list(params.get("xcolumns") or [])}
-    runs = read_runs(Path(results_root), every)
-    settings = settings_table.rows(params, Path(results_root))
-    ot_ids = {e["id"] for e in every["columns"] if e.get("method") == "ot"}
+    every = list(grid.columns) + grid.items("xcolumns")
+    runs = read_runs(Path(results_root), grid, every)
+    settings = settings_table.rows(grid, Path(results_root))
+    ot_ids = {e["id"] for e in every if e.get("method") == "ot"}
     ot_note = ot_unmoved_note([(r.get("extras") or {}).get("units_moved_share") for by_id in runs.values()
                                for i in ot_ids for r in by_id.get(i, [])])
     written, status, discussion, counts = [], {}, [], {"cells_run": 0, "runs_failed_guard": 0}
@@ -176,8 +175,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
         for (split, _), v in numbers.items():
             ran.setdefault(split_label(split), set()).update(v["seeds"])
         seeds_ran = "; ".join(f"{k}: {', '.join(map(str, sorted(v)))}" for k, v in ran.items()) or "none"
-        setting = (f"{params.get('clients')} clients of {params.get('model')} (clients and server), seeds "
-                   f"{params.get('seeds')} (run so far: {seeds_ran}); every method with its own paper's settings. "
+        setting = (f"{grid.clients} clients of {grid.model} (clients and server), seeds "
+                   f"{grid.value('seeds')} (run so far: {seeds_ran}); every method with its own paper's settings. "
                    "Server seconds: one thread of a 2-core CPU. Profile, reductions and guards: the settings "
                    "table." + (f" {ot_note}" if ot_note else ""))
         notes = f"{setting} {machines({k: v for k, v in runs.items() if k[0] == ds})}".strip()
@@ -187,22 +186,22 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path, *, 
             written += write_table(df, out / table, f"Every one-shot method on the same {ds} partitions: final test "
                                    "accuracy (%), mean ± sample std (n seeds), rank in the split (#1 = best), "
                                    "average rank.", f"tab:benchmark-{ds}", notes=notes)
-            written += figure(numbers, params, out / fig, ds)
+            written += figure(numbers, grid, out / fig, ds)
             status[table] = f"{len(numbers)} cells run" + (f"; {failed} run(s) failed a guard" if failed else "")
             status[fig] = "drawn from the runs"
         else:
             status[table] = status[fig] = "no run yet"
-        discussion += orderings(numbers, params, Path(results_root).resolve().parent.parent, ds)
+        discussion += orderings(numbers, grid, Path(results_root).resolve().parent.parent, ds)
     if not datasets:
         head_notes = ""
     sweep = {(ds, f"N={n}"): by_id for (ds, n), by_id in
-             read_sweep(Path(results_root), params, base=params.get("clients")).items()}
-    n_df, n_numbers, n_failed = cells(sweep, params)
+             read_sweep(Path(results_root), grid, base=grid.clients).items()}
+    n_df, n_numbers, n_failed = cells(sweep, grid.columns)
     if n_numbers:
         first = split_label((grid.first_split or ""))
         written += write_table(n_df, out / "nclients", f"The client number N on {first}: final test accuracy (%), "
                                "mean ± sample std (n seeds), rank at that N (#1 = best), average rank over N "
-                               f"(N = {params.get('clients')}: the main table's runs).", "tab:benchmark-nclients",
+                               f"(N = {grid.clients}: the main table's runs).", "tab:benchmark-nclients",
                                notes=machines(sweep))
         status["nclients"] = f"{len(n_numbers)} cells run" + (f"; {n_failed} run(s) failed a guard" if n_failed else "")
     else:

@@ -31,14 +31,14 @@ from .settings import markdown as settings_markdown, write as write_settings
 from .tables import vs_paper
 
 
-def read_grid(results_root: Path, params: dict, read: Callable[[Path], dict | None], *,
+def read_grid(results_root: Path, grid: Grid, read: Callable[[Path], dict | None], *,
               datasets: list[str] | None = None, splits: list[str] | None = None,
               suffix: str = "") -> dict[tuple[str, str], list[dict]]:
     """The one run loader of the reports: ``{(dataset, split): [record per seed]}`` over the grid's runs
     (:meth:`.grid.Grid.runs`; ``datasets``/``splits`` narrow or replace the params' own), where the record is
     ``read(results_root / "<run><suffix>")`` with its ``seed`` added; a run ``read`` gives None for is left out."""
     out: dict = {}
-    for ds, split, seed in Grid.of(params).runs(datasets, splits):
+    for ds, split, seed in grid.runs(datasets, splits):
         recs = out.setdefault((ds, split), [])
         if (rec := read(Path(results_root) / f"{run_name(ds, split, seed)}{suffix}")) is not None:
             recs.append({**rec, "seed": seed})
@@ -61,20 +61,20 @@ def read_found(results_root: Path, read: Callable[[Path], object | None]) -> dic
     return out
 
 
-def read_runs(results_root: Path, params: dict, entries: list[dict] | None = None,
+def read_runs(results_root: Path, grid: Grid, entries: list[dict] | None = None,
               datasets: list[str] | None = None, *, suffix: str = "",
               folder: str = "runs") -> dict[tuple[str, str], dict[str, list[dict]]]:
-    """``{(dataset, split): {entry id: [run record per seed that ran]}}`` for ``entries`` (default: the params'
+    """``{(dataset, split): {entry id: [run record per seed that ran]}}`` for ``entries`` (default: the grid's
     ``columns``) on ``datasets`` (default: ``datasets``), every listed split and seed: the records
     ``results/<run><suffix>/<folder>/<id>.json`` (``suffix`` ``-n<N>``: Table VII's runs; ``folder`` ``fid``: the
     FID records, one per part), read by :func:`read_grid`."""
-    ids = [col["id"] for col in (Grid.of(params).columns if entries is None else entries)]
+    ids = [col["id"] for col in (grid.columns if entries is None else entries)]
 
     def read(run: Path) -> dict:
         return {i: json.loads(f.read_text()) for i in ids if (f := run / folder / f"{i}.json").is_file()}
 
     out: dict = {}
-    for key, recs in read_grid(results_root, params, read, datasets=datasets, suffix=suffix).items():
+    for key, recs in read_grid(results_root, grid, read, datasets=datasets, suffix=suffix).items():
         cols = out.setdefault(key, {})
         for rec in recs:
             seed = rec.pop("seed")
@@ -83,18 +83,17 @@ def read_runs(results_root: Path, params: dict, entries: list[dict] | None = Non
     return out
 
 
-def read_sweep(results_root: Path, params: dict, entries: list[dict] | None = None,
+def read_sweep(results_root: Path, grid: Grid, entries: list[dict] | None = None,
                datasets: list[str] | None = None, *, base: int | None = None,
                key: str = "n") -> dict[tuple[str, int], dict[str, list[dict]]]:
     """``{(dataset, N): {entry id: [run record per seed that ran]}}`` on the first split of ``splits``: the runs
     ``<run>-<key><N>`` found under ``results_root`` (their N are in the stage matrix, not in the params file), N
     ascending, and the main grid's runs as N = ``base`` (its ``clients``) when given; a dataset without a sweep run
     is left out."""
-    grid = Grid.of(params)
     splits = list(grid.splits)
     if not splits:
         return {}
-    one = {**params, "splits": splits[:1]}
+    one = grid.narrowed(splits[:1])
     out: dict = {}
     for ds in grid.datasets if datasets is None else datasets:
         pat = re.compile(rf"{re.escape(ds)}-{re.escape(str(splits[0]))}-s[^/]+-{re.escape(key)}(\d+)")

@@ -6,7 +6,6 @@ appendix, so that captions need not repeat them."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 
 from ..data.inputs import describe as inputs_note
@@ -38,20 +37,19 @@ def _machines(results_root: Path) -> str:
                      for m, n in machines(records()).most_common()) or "no run record yet"
 
 
-def pointer(params: Mapping) -> str:
+def pointer(grid: Grid) -> str:
     """What a table's note says of the settings in place of repeating them: the profile, and where its reductions,
     guards, input preparation and precision are (this module's table, in the README and the report's appendix)."""
-    profile = str(params.get("profile") or "?")
+    profile = str(grid.profile or "?")
     what = "reductions from the paper's settings, " if profile == "cpu" else ""
     return (f"Profile {profile}; its {what}regime guards, input preparation and precision: the settings table "
             "(README, \"Settings\"; the report's appendix).")
 
 
-def rows(params: Mapping, results_root: Path | None = None) -> list[tuple[str, str]]:
+def rows(grid: Grid, results_root: Path | None = None) -> list[tuple[str, str]]:
     """(setting, value) rows of a pipeline's params (and, with ``results_root``, the machines of its run records)."""
-    grid = Grid.of(params)
-    block = params.get("cpu") or {}
-    profile = str(params.get("profile") or "?")
+    block = grid.block("cpu")
+    profile = str(grid.profile or "?")
     out = [("profile", profile)]
     if profile == "cpu":
         red = [f"{m['from']} → {m['to']} ({m['reason']})" for m in block.get("models") or []]
@@ -63,11 +61,11 @@ def rows(params: Mapping, results_root: Path | None = None) -> list[tuple[str, s
     guards = [GUARD_TEXT.get(k, k + " ≥ {:g}").format(v) for k, v in floors.items()]
     out.append(("regime guards", ", ".join(guards) + " (checked at the best and the final epoch; a run failing one "
                                                    "feeds no verdict)" if guards else "none"))
-    out.append(("input preparation", inputs_note(params.get("inputs"))))
-    out.append(("precision", str((params.get("runtime") or {}).get("precision") or "fp32") + " (runtime.precision)"))
+    out.append(("input preparation", inputs_note(grid.value("inputs"))))
+    out.append(("precision", str(grid.block("runtime").get("precision") or "fp32") + " (runtime.precision)"))
     grid_text = [f"datasets {', '.join(grid.datasets)}" if grid.datasets else "",
                  f"splits {', '.join(map(str, grid.splits))}" if grid.splits else "",
-                 f"classes per client {', '.join(map(str, params['classes']))}" if params.get("classes") else "",
+                 f"classes per client {', '.join(map(str, grid.items('classes')))}" if grid.value("classes") else "",
                  f"seeds {', '.join(map(str, grid.seeds))}"]
     out.append(("runs (params)", "; ".join(t for t in grid_text if t)))
     if results_root is not None:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .grid import Grid
 from .published import Artifact
 from .runs import write_cells, write_status
 from .settings import rows
@@ -32,9 +33,9 @@ NOT_BUILT = "not built yet"
 
 @dataclass
 class Context:
-    """What every builder of one render reads: the paper's params, its folders, and ``shared`` for work that
-    several builders use (computed by the first that needs it)."""
-    params: dict
+    """What every builder of one render reads: the paper's settings (its params file as a :class:`.grid.Grid`), its
+    folders, and ``shared`` for work that several builders use (computed by the first that needs it)."""
+    grid: Grid
     results: Path
     prepared: Path
     out: Path
@@ -109,7 +110,7 @@ def finish(ctx: Context, report: Report, arts: list[Artifact], title: str, paper
     files = list(report.files)
     if cells:
         files.append(write_cells(ctx.out, report.cells))
-    settings = rows(ctx.params, ctx.results)
+    settings = rows(ctx.grid, ctx.results)
     files.append(write_status(ctx.out, title, paper_dir, arts, report.status, claims_of, report.verdicts,
                               report.metrics, summary, settings=settings))
     files.append(ctx.out / "settings.json")

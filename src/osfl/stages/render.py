@@ -7,12 +7,13 @@ import argparse
 import importlib
 from pathlib import Path
 
-from ..config import load_params
+from ..config import check_keys, load_params
 from ..discover import pipelines
+from ..reporting.grid import Grid
 from .common import run_stage
 
 #: the pipelines (folders papers/<name>/ with a dvc.yaml, :func:`osfl.discover.pipelines`), each with a module
-#: ``osfl.papers.<name>`` whose ``render(params, results_root, prepared_root, out, *, paper_results_root, summary)``
+#: ``osfl.papers.<name>`` whose ``render(grid, results_root, prepared_root, out, *, paper_results_root, summary)``
 #: writes its reports (a new paper: its folder and its module, no list to edit). Only the named paper's module is
 #: imported, so a paper's render stage depends on its own module (tests/test_dag_deps.py reads ``--paper`` from the
 #: command) and editing another paper's module re-runs nothing.
@@ -26,10 +27,19 @@ def main(argv=None) -> None:
     run_stage(_run, p, argv)
 
 
+def load_grid(path: str | Path = "params.yaml") -> Grid:
+    """The pipeline's params file, its keys checked as a stage's are (:func:`osfl.config.check_keys`, the pipeline's
+    ``keys.yaml`` admitted: an unknown key fails here with one line, before any report is written), typed for the
+    reports (:class:`osfl.reporting.grid.Grid`)."""
+    params = load_params(path)
+    check_keys(params, path)
+    return Grid.of(params)
+
+
 def _run(args) -> None:
-    params = load_params(args.params)
+    grid = load_grid(args.params)
     paper = importlib.import_module(f"osfl.papers.{args.paper}")
-    written = paper.render(params, Path("results"), Path("data/prepared"), Path("reports"),
+    written = paper.render(grid, Path("results"), Path("data/prepared"), Path("reports"),
                            paper_results_root=Path("results/paper"), summary=Path("summary.json"))
     print(f"render: {len(written)} files in reports/ and summary.json")
 

@@ -20,13 +20,13 @@ from pathlib import Path
 import pandas as pd
 
 from ...reporting import settings
-from ...config import load_params
 from ...reporting.machines import describe as machines
 from ...reporting.published import Artifact, load_published_table
 from ...reporting.runs import cell, gap_metrics, read_runs, read_sweep, split_by_guards, vs_paper
 from ...reporting.spread import NOT_RUN, Side, Verdict, above_all, compare, every, format_spread, mean_std
 from ...reporting.tables import write_table
 from .runs import METHODS, SHORT
+from ...config import load_params
 from ...reporting.grid import Grid
 
 #: the paper's name of each dataset the benchmark can run, as its Tables 1-2 print it
@@ -44,19 +44,19 @@ K_STEM = "table04_cpu"
 BENCHMARK = "papers/benchmark"
 
 
-def _entries(params: dict) -> list[dict]:
+def _entries(grid: Grid) -> list[dict]:
     """The benchmark's columns that are FedHydra's methods (the id is the bare method)."""
-    return [c for c in Grid.of(params).columns if c["id"] in METHODS and c["id"] == c["method"]]
+    return [c for c in grid.columns if c["id"] in METHODS and c["id"] == c["method"]]
 
 
-def benchmark_runs(bench: Path, dataset: str = "fmnist") -> tuple[dict, dict]:
-    """(the benchmark's params, ``{split: {method: [run record per seed]}}``) for FedHydra's methods on
+def benchmark_runs(bench: Path, dataset: str = "fmnist") -> tuple[Grid, dict]:
+    """(the benchmark's grid, ``{split: {method: [run record per seed]}}``) for FedHydra's methods on
     ``dataset`` (empty where the benchmark does not list it)."""
-    params = load_params(bench / "params.yaml")
-    if dataset not in Grid.of(params).datasets:
-        return params, {}
-    runs = read_runs(bench / "results", params, _entries(params), [dataset])
-    return params, {split: by_id for (_, split), by_id in runs.items()}
+    grid = Grid.of(load_params(bench / "params.yaml"))
+    if dataset not in grid.datasets:
+        return grid, {}
+    runs = read_runs(bench / "results", grid, _entries(grid), [dataset])
+    return grid, {split: by_id for (_, split), by_id in runs.items()}
 
 
 def cells(runs: dict, arts: list[Artifact], dataset: str = "fmnist") -> tuple[pd.DataFrame, dict]:
@@ -103,11 +103,11 @@ def cpu_table(bench: Path, arts: list[Artifact], out: Path,
     :func:`osfl.reporting.runs.cell`). Nothing is written where the benchmark has not run on ``dataset``."""
     if not (bench / "params.yaml").is_file():
         return [], "", [], {}, []
-    params, runs = benchmark_runs(bench, dataset)
+    grid, runs = benchmark_runs(bench, dataset)
     df, numbers = cells(runs, arts, dataset)
     if not numbers:
         return [], "", [], {}, []
-    stem, name, profile = STEMS[dataset], LONG[dataset], Grid.of(params).profile or "?"
+    stem, name, profile = STEMS[dataset], LONG[dataset], grid.profile or "?"
     beside = [cell(stem, dataset, METHODS[m], HEADERS[split], list(v["values"].values()), v["paper"], profile)
               for (split, m), v in numbers.items()]
     seeds = sorted({s for v in numbers.values() for s in v["values"]})
@@ -120,7 +120,7 @@ def cpu_table(bench: Path, arts: list[Artifact], out: Path,
     caption = (f"Tables 1 and 2, {name} columns, cpu profile: ours (final accuracy, mean ± std over n seeds) / the "
                f"paper's (Δ). Runs: the cross-paper benchmark ({BENCHMARK}/).")
     ran_on = machines(runs)
-    notes = f"{state}. {settings.pointer(params)} {ran_on}".strip()
+    notes = f"{state}. {settings.pointer(grid)} {ran_on}".strip()
     files = write_table(df, out / stem, caption, f"tab:{stem}", notes=notes)
     claim, verdict = best_claim(numbers, dataset)
     return files, state, [verdict.record(artifact=stem, claim=claim)], metrics, beside
@@ -168,9 +168,9 @@ def k_table(bench: Path, out: Path) -> tuple[list[Path], str, list[dict]]:
     the README's state of it, the claim records). Nothing is written where no sweep run exists."""
     if not (bench / "params.yaml").is_file():
         return [], "", []
-    params = load_params(bench / "params.yaml")
-    sweep = {k: by_m for (_, k), by_m in read_sweep(bench / "results", params, _entries(params), ["fmnist"],
-                                                    base=params.get("clients")).items()}
+    grid = Grid.of(load_params(bench / "params.yaml"))
+    sweep = {k: by_m for (_, k), by_m in read_sweep(bench / "results", grid, _entries(grid), ["fmnist"],
+                                                    base=grid.clients).items()}
     df, numbers = k_cells(sweep)
     if not numbers:
         return [], "", []
@@ -183,5 +183,5 @@ def k_table(bench: Path, out: Path) -> tuple[list[Path], str, list[dict]]:
                f"({BENCHMARK}/, stages nclients_*@), not trained again here.")
     ran_on = machines(sweep)
     files = write_table(df, out / K_STEM, caption, f"tab:{K_STEM}",
-                        notes=f"{state}. {settings.pointer(params)} {ran_on}".strip())
+                        notes=f"{state}. {settings.pointer(grid)} {ran_on}".strip())
     return files, state, k_claims(numbers)

@@ -11,6 +11,7 @@ from ...reporting.published import load_artifacts, load_published_table
 from ...reporting.runs import drawn, write_cells, write_status
 from ...reporting.settings import rows as settings_rows
 from ...reporting.skeleton import Built, Context, build_all
+from ...reporting.grid import Grid
 from .runs import (
     COMMAND, HETERO_TABLES, NEEDS, Run, _reading, expected_paper_runs, expected_results, load_runs, not_current,
 )
@@ -28,20 +29,20 @@ from .rounds import IN_PLACE_OF, fashion_rounds
 
 def _table(ctx: Context, art) -> Built:
     """A table of the paper with ours beside it (render_comparison); the paper's numbers alone where nothing ran."""
-    runs, params = ctx.shared["runs"], ctx.params
+    runs, grid = ctx.shared["runs"], ctx.grid
     lambdas, seeds, base_seed = ctx.shared["lambdas"], ctx.shared["seeds"], ctx.shared["base_seed"]
     ours = table_cells(art, runs, lambdas, seeds, base_seed)
     paper = load_published_table(art)
     ctx.shared["gaps"][art.id] = table_gaps(paper, ours)
     used = [r for r in runs.values() if r.metrics]
     need = NEEDS.get(art.id, "its datasets in `datasets`")
-    extra = _variant_rows(art.id, params, ours)
+    extra = _variant_rows(art.id, grid, ours)
     note = (_note(used, ctx.shared["described"], _seeds_text(art.id, runs, seeds, base_seed)) if ours
             else f"Not run: needs {need} in papers/fedhydra/params.yaml.")
     if ours and art.id in HETERO_TABLES:
         archs = sorted({", ".join(c["arch"] for c in (r.clients or {}).get("per_client", []))
                         for n, r in runs.items() if n.endswith("-hetero")})
-        server = (params.get("hetero") or {}).get("server_model", "?")
+        server = grid.block("hetero").get("server_model", "?")
         note += f" Clients M1..M5 in force: {'; '.join(archs)}; server: {server} (hetero.server_model)."
     for extra_note in (_reading_note(art.id, runs, lambdas, seeds, base_seed), _ot_note(art.id, runs),
                        _variants_note(extra)):
@@ -88,7 +89,7 @@ BUILDERS = {**{f"table{i:02d}": _table for i in range(1, 19)}, **{f"figure{i:02d
 FIXED = {"figure01": "a schematic: no data", "figure02": "a schematic: no data"}
 
 
-def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
+def render(grid: Grid, results_root: Path, prepared_root: Path, out: Path,
            published_root: str = "published", paper_results_root: Path | None = None,
            summary: Path | None = None, benchmark_root: Path | None = None) -> list[Path]:
     """Every table, figure, runs.md, README.md and claims.json under ``out``; with ``summary``, the pipeline's
@@ -96,8 +97,8 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     ``benchmark_root``: the cross-paper benchmark's folder, whose runs give ``table01_cpu`` (default: papers/benchmark
     beside the paper's folder, ``results_root``'s parent)."""
     # only what the current params produce: results left on disk by a larger grid are listed, not rendered
-    expected = expected_results(params)
-    paper_expected = expected_paper_runs(params)
+    expected = expected_results(grid)
+    paper_expected = expected_paper_runs(grid)
 
     def keep(run: str, key: str | None) -> bool:
         return run in expected and (key is None or key in expected[run])
@@ -112,14 +113,14 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     if stale:
         print(f"render: not rendered, {len(stale)} result(s) on disk that the current params do not produce "
               "(see README.md): " + ", ".join(stale), file=sys.stderr)
-    lambdas = list(params.get("lambdas") or [])
-    splits = list(params.get("splits") or [])
-    profile = params.get("profile", "?")
-    described = settings.pointer(params)
-    seeds, base_seed = list((params.get("spread") or {}).get("seeds") or []), params.get("seed", 0)
+    lambdas = grid.items("lambdas")
+    splits = grid.items("splits")
+    profile = grid.value("profile", "?")
+    described = settings.pointer(grid)
+    seeds, base_seed = list(grid.block("spread").get("seeds") or []), grid.value("seed", 0)
     out.mkdir(parents=True, exist_ok=True)
     arts = load_artifacts(published_root)
-    ctx = Context(params, Path(results_root), Path(prepared_root), out,
+    ctx = Context(grid, Path(results_root), Path(prepared_root), out,
                   shared={"runs": runs, "lambdas": lambdas, "splits": splits, "seeds": seeds, "base_seed": base_seed,
                           "described": described, "gaps": {}})
     report = build_all(ctx, arts, BUILDERS, FIXED)
@@ -158,7 +159,7 @@ def render(params: dict, results_root: Path, prepared_root: Path, out: Path,
     metrics = summary_metrics(gaps)
     metrics["tables"].update(cpu_metrics)
     written.append(_write_readme(arts, status, verdicts, runs, out, profile, stale, paper_runs, seeds, base_seed,
-                                 metrics, summary, settings_rows(params, results_root)))
+                                 metrics, summary, settings_rows(grid, results_root)))
     written += [out / "status.json", out / "claims.json", out / "settings.json"] + ([summary] if summary else [])
     return written
 

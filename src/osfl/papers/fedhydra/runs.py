@@ -13,6 +13,7 @@ from ...live import read_curve as read_live_curve
 from ...reporting.naming import run_name, seed_run
 from ...reporting.runs import read_found, run_folders
 from ...reporting.spread import seed_values
+from ...reporting.grid import Grid
 
 DATASETS = {"mnist": "MNIST", "fmnist": "FashionMNIST", "svhn": "SVHN", "cifar10": "CIFAR10"}
 METHODS = {"fedavg": "FedAvg", "ot": "OT", "feddf": "FedDF", "dense": "DENSE", "coboost": "Co-Boosting",
@@ -173,9 +174,9 @@ def _items(value) -> list:
     return list(value.values()) if isinstance(value, dict) else list(value)
 
 
-def expected_results(params: dict) -> dict[str, set[str]]:
+def expected_results(grid: Grid) -> dict[str, set[str]]:
     """Run folder under ``results/`` -> the keys of the results (:func:`_result_files`) that the stages of
-    ``papers/fedhydra/dvc.yaml`` produce there for ``params`` (each matrix of dvc.yaml mirrored here; the
+    ``papers/fedhydra/dvc.yaml`` produce there for ``grid`` (each matrix of dvc.yaml mirrored here; the
     structure is checked against DVC's own resolution by tests/test_fedhydra_current.py)."""
     exp: dict[str, set[str]] = {}
 
@@ -183,16 +184,16 @@ def expected_results(params: dict) -> dict[str, set[str]]:
         exp.setdefault(run, set()).update(keys)
 
     def sub(key: str) -> dict:
-        return params.get(key) or {}
+        return grid.block(key)
 
-    datasets = [_interp(d) for d in _items(params.get("datasets"))]
-    methods = [_interp(m) for m in _items(params.get("methods"))]
+    datasets = [_interp(d) for d in _items(grid.value("datasets"))]
+    methods = [_interp(m) for m in _items(grid.value("methods"))]
     variants, spread = sub("variants"), sub("spread")
     for ds in datasets:
-        for s in map(_interp, _items(params.get("splits"))):
+        for s in map(_interp, _items(grid.value("splits"))):
             # partition, train, evaluate (x methods) and ae
             add(f"{ds}-{s}", "partition", "clients", "fedhydra-ae", *methods)
-        for lam in _items(params.get("lambdas")):  # Table 6 rows, always at Dir(0.5)
+        for lam in _items(grid.value("lambdas")):  # Table 6 rows, always at Dir(0.5)
             add(f"{ds}-dir0.5", f"fedhydra-{_interp(lam['tag'])}")
         for key, (param, _, _) in VARIANTS.items():  # stages literal and dense_code
             for s in map(_interp, _items(variants.get(param))):
@@ -224,10 +225,10 @@ def expected_results(params: dict) -> dict[str, set[str]]:
     return exp
 
 
-def expected_paper_runs(params: dict) -> set[str]:
+def expected_paper_runs(grid: Grid) -> set[str]:
     """Run folders under ``results/paper/`` that stages ``paper_train``/``paper_server`` produce: one per dataset and
     split of ``paper_columns`` (``{datasets, splits, methods}``)."""
-    cols = params.get("paper_columns") or {}
+    cols = grid.block("paper_columns")
     return {f"{_interp(d)}-{_interp(s)}" for d in _items(cols.get("datasets")) for s in _items(cols.get("splits"))}
 
 

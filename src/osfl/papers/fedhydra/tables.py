@@ -10,6 +10,7 @@ import numpy as np
 from ...reporting.published import Artifact, load_published_table
 from ...reporting.runs import ot_unmoved_note
 from ...reporting.spread import mean_std, seed_runs
+from ...reporting.grid import Grid
 from .runs import (
     DATASETS, HETERO_METHODS, HETERO_TABLES, METHODS, ROUND_TABLES, Run, SHORT, VARIANTS, _config, _device_name,
     _interp, _items, _lam_label, _reading_short, _readings_text, _seed_cell, over_seeds, table_columns,
@@ -137,10 +138,10 @@ def _variants_note(rows: list[str]) -> str:
     return ("Rows below the paper's are variants of ours (no paper number): " + "; ".join(what) + ".") if what else ""
 
 
-def _variant_rows(art_id: str, params: dict, ours: dict) -> list[str]:
+def _variant_rows(art_id: str, grid: Grid, ours: dict) -> list[str]:
     """Table 1/2 rows of the variants that the params run on one of the table's splits, or that have a number."""
     splits = {name.split("-", 1)[1] for _, name in table_columns(art_id)}
-    variants = params.get("variants") or {}
+    variants = grid.block("variants")
     return [row for _, (param, row, _) in VARIANTS.items()
             if splits & {_interp(s) for s in _items(variants.get(param))} or any(r == row for r, _ in ours)]
 

@@ -23,12 +23,12 @@ def _classes(dataset: str) -> int:
     return get_spec(dataset).num_classes
 
 
-def _degenerate(params: dict, run_dir: Path, entry: dict, ds: str, accs: list[float] | None) -> str | None:
+def _degenerate(grid: Grid, run_dir: Path, entry: dict, ds: str, accs: list[float] | None) -> str | None:
     """Why a Table IV result cannot be judged, or None (spread rule 3): a classifier part of its cohort at chance
     or all alike (``clients-<part>.json``), its server curve flat at chance, or, for a cohort with CVAE clients, the
     run's decoded samples (``samples/samples.npz``, where the run has them) all the same image."""
     classes = _classes(ds)
-    models = _part_models(params, ds)
+    models = _part_models(grid, ds)
     reasons = []
     for part in (entry.get("first"), entry.get("second")):
         f = run_dir / f"clients-{part}.json"
@@ -43,11 +43,10 @@ def _degenerate(params: dict, run_dir: Path, entry: dict, ds: str, accs: list[fl
     return "; ".join(r for r in reasons if r) or None
 
 
-def parts_note(params: dict, results_root: Path) -> str:
+def parts_note(grid: Grid, results_root: Path) -> str:
     """A caption sentence on the clients behind Table IV's runs, per part of its columns (``clients-<part>.json``):
     a classifier part's mean local test accuracy and epochs, a CVAE part's clients ending below their data's
     mean-image loss and the clients restarted (``diverged_in_epochs``); one value per run that trained the part."""
-    grid = Grid.of(params)
     names = list(dict.fromkeys(q for c in grid.columns for q in (c.get("first"), c.get("second")) if q))
     runs = [(ds, sp, sd) for ds in grid.datasets for sp in grid.splits
             for sd in grid.seeds]
@@ -72,11 +71,11 @@ def parts_note(params: dict, results_root: Path) -> str:
     return ("Clients: " + "; ".join(said) + ".") if said else ""
 
 
-def table04_sides(params: dict, results_root: Path, numbers: dict) -> dict[tuple[str, str], Side]:
+def table04_sides(grid: Grid, results_root: Path, numbers: dict) -> dict[tuple[str, str], Side]:
     """Table IV's cells (:func:`table04`'s numbers; or a Table IV variant's, as Table VI's) as sides of a
     comparison: seed -> final accuracy, each seed's swing (the last half of its logged server curve) and degenerate
     reason."""
-    entries = {c["id"]: c for c in list(Grid.of(params).columns) + (params.get("variants") or [])}
+    entries = {c["id"]: c for c in list(grid.columns) + grid.items("variants")}
     out = {}
     for (row, col), num in numbers.items():
         ds, split = num["run"]
@@ -86,7 +85,7 @@ def table04_sides(params: dict, results_root: Path, numbers: dict) -> dict[tuple
             live = run_dir / "live" / num["id"]
             accs = read_curve(live)[1] if (live / "plots").is_dir() else None
             swings[seed] = swing(late_half(accs)) if accs else None
-            bad[seed] = _degenerate(params, run_dir, entries.get(num["id"], {}), ds, accs)
+            bad[seed] = _degenerate(grid, run_dir, entries.get(num["id"], {}), ds, accs)
         out[(row, col)] = Side(col, num["values"], swings, bad)
     return out
 

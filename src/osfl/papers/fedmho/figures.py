@@ -24,10 +24,9 @@ def _curves_of(results_root: Path, ds: str, split: str, seed, entries: list[dict
     return series
 
 
-def _run_curves(params: dict, results_root: Path, out: Path, stem: str, entries: list[dict],
+def _run_curves(grid: Grid, results_root: Path, out: Path, stem: str, entries: list[dict],
                 suptitle: str) -> tuple[list[Path], str]:
     """Test accuracy per server epoch of ``entries``, one panel per dataset and split (first seed)."""
-    grid = Grid.of(params)
     seed = grid.seeds[0]
     panels, drawn = {}, 0
     for ds in grid.datasets:
@@ -39,15 +38,14 @@ def _run_curves(params: dict, results_root: Path, out: Path, stem: str, entries:
     return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
 
 
-def fig05(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+def fig05(grid: Grid, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """Every trained Table IV column during server training."""
-    return _run_curves(params, results_root, out, "figure05", Grid.of(params).columns,
+    return _run_curves(grid, results_root, out, "figure05", grid.columns,
                        "Fig. 5: global model accuracy during server training")
 
 
-def fig09(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+def fig09(grid: Grid, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """Images decoded per class by each dataset's generative clients (stage ``samples``)."""
-    grid = Grid.of(params)
     seed = grid.seeds[0]
     splits = grid.splits
     rows, drawn = {}, 0
@@ -65,17 +63,16 @@ def fig09(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]
     return files, f"{drawn} dataset(s) from runs" if drawn else "no run yet"
 
 
-def fig02(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+def fig02(grid: Grid, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """All local models (Table IV) vs large models only (sweep variants ``row: large``), per sweep dataset, on the
     first split: mean over seeds."""
-    grid = Grid.of(params)
-    sweeps = params.get("sweeps") or {}
+    sweeps = grid.block("sweeps")
     large = [v for v in sweeps.get("variants") or [] if v.get("artifact") == "figure02"]
     cols = {c.get("paper"): c for c in grid.columns}
     split = (grid.first_split or "dir0.5")
     panels, drawn = {}, 0
     for ds in sweeps.get("datasets") or []:
-        runs = read_runs(results_root, params, large + list(cols.values()), [ds]).get((ds, split), {})
+        runs = read_runs(results_root, grid, large + list(cols.values()), [ds]).get((ds, split), {})
         groups = {}
         for v in large:
             all_ = [r["acc_final"] for r in runs.get(cols.get(v["paper"], {}).get("id", ""), [])]
@@ -89,22 +86,22 @@ def fig02(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]
     return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
 
 
-def fig06(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+def fig06(grid: Grid, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """FedMHO / -MD / -SD trained for 100 server epochs (variants of ``figure06``)."""
-    entries = [v for v in params.get("variants") or [] if v.get("artifact") == "figure06"]
-    return _run_curves(params, results_root, out, "figure06", entries,
+    entries = [v for v in grid.items("variants") if v.get("artifact") == "figure06"]
+    return _run_curves(grid, results_root, out, "figure06", entries,
                        "Fig. 6: FedMHO without and with the KD terms over long server training")
 
 
 
 
-def _sweep_curves(params: dict, results_root: Path, out: Path, stem: str, entries: list[dict], x_of,
+def _sweep_curves(grid: Grid, results_root: Path, out: Path, stem: str, entries: list[dict], x_of,
                   xlabel: str, suptitle: str) -> tuple[list[Path], str]:
     """Final accuracy against ``x_of(dataset, entry, record)`` per paper column (mean over seeds), one panel per
     sweep dataset and split."""
     panels, drawn = {}, 0
-    for ds in (params.get("sweeps") or {}).get("datasets") or []:
-        for (d, split), by_id in read_runs(results_root, params, entries, [ds]).items():
+    for ds in grid.block("sweeps").get("datasets") or []:
+        for (d, split), by_id in read_runs(results_root, grid, entries, [ds]).items():
             points: dict[str, dict[int, list[float]]] = {}
             for e in entries:
                 for r in by_id.get(e["id"], []):
@@ -116,26 +113,26 @@ def _sweep_curves(params: dict, results_root: Path, out: Path, stem: str, entrie
     return files, f"{drawn} panel(s) from runs" if drawn else "no run yet"
 
 
-def _sweep_entries(params: dict, artifact: str, defaults: list[dict]) -> list[dict]:
-    return defaults + [v for v in (params.get("sweeps") or {}).get("variants") or [] if v.get("artifact") == artifact]
+def _sweep_entries(grid: Grid, artifact: str, defaults: list[dict]) -> list[dict]:
+    return defaults + [v for v in grid.block("sweeps").get("variants") or [] if v.get("artifact") == artifact]
 
 
-def fig07(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+def fig07(grid: Grid, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """Accuracy against the VGG-9 clients' local epochs (the ``first`` part's ``local.epochs``): FedMHO, MD and SD,
     the ``figure07`` variants and Table IV's runs, one panel per sweep dataset and split (mean over seeds)."""
-    fedmhos = [{**c, "row": ""} for c in Grid.of(params).columns if str(c.get("paper", "")).startswith("FedMHO")]
-    return _sweep_curves(params, results_root, out, "figure07", _sweep_entries(params, "figure07", fedmhos),
-                         lambda d, e, r: _part_epochs(params, d, e["first"], key="local"), "VGG-9 local epochs",
+    fedmhos = [{**c, "row": ""} for c in grid.columns if str(c.get("paper", "")).startswith("FedMHO")]
+    return _sweep_curves(grid, results_root, out, "figure07", _sweep_entries(grid, "figure07", fedmhos),
+                         lambda d, e, r: _part_epochs(grid, d, e["first"], key="local"), "VGG-9 local epochs",
                          "Fig. 7: accuracy against the classifiers' local epochs (mean over seeds)")
 
 
-def fig08(params: dict, results_root: Path, out: Path) -> tuple[list[Path], str]:
+def fig08(grid: Grid, results_root: Path, out: Path) -> tuple[list[Path], str]:
     """Accuracy against the number of synthetic samples M (the runs' recorded M): MD and SD, the ``figure08``
     variants and Table IV's runs, one panel per sweep dataset and split (mean over seeds)."""
     def m_of(d, e, r):
         return int(r.get("choices", {}).get("synthetic_generated", r.get("choices", {}).get("samples", 0)))
 
-    return _sweep_curves(params, results_root, out, "figure08",
-                         _sweep_entries(params, "figure08", _md_sd_defaults(params, "")), m_of,
+    return _sweep_curves(grid, results_root, out, "figure08",
+                         _sweep_entries(grid, "figure08", _md_sd_defaults(grid, "")), m_of,
                          "Synthetic samples generated (M)",
                          "Fig. 8: accuracy against the number of synthetic samples (mean over seeds)")

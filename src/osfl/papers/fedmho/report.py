@@ -26,13 +26,13 @@ ACC_CELLS = ("Each cell: ours, the last server epoch's top-1 accuracy, mean ± s
              "± std (our mean − the paper's). ")
 
 
-def _where(params: dict) -> str:
-    return (f"split {(params.get('splits') or ['dir0.5'])[0]}; seeds {params.get('seeds')}. "
-            f"{settings.pointer(params)}")
+def _where(grid: Grid) -> str:
+    return (f"split {(grid.value('splits') or ['dir0.5'])[0]}; seeds {grid.value('seeds')}. "
+            f"{settings.pointer(grid)}")
 
 
-def _seeds_note(params: dict) -> str:
-    return f"Seeds {params.get('seeds')}. {settings.pointer(params)}"
+def _seeds_note(grid: Grid) -> str:
+    return f"Seeds {grid.value('seeds')}. {settings.pointer(grid)}"
 
 
 def _ran(ctx: Context, art, table, done: int, note: str, state: str, metric: dict, **more) -> Built | None:
@@ -45,11 +45,11 @@ def _ran(ctx: Context, art, table, done: int, note: str, state: str, metric: dic
 def _settings(ctx: Context, art) -> Built:
     """Tables I and III: the paper's models and settings beside the ones in force here."""
     if art.id == "table01":
-        first_ds = (Grid.of(ctx.params).first_dataset or "fmnist")
-        cells, differ = table01(ctx.params, load_published_table(art, "text"), first_ds)
+        first_ds = (ctx.grid.first_dataset or "fmnist")
+        cells, differ = table01(ctx.grid, load_published_table(art, "text"), first_ds)
         note = f"Each cell: ours (params.yaml parts and columns, {DATASET_LABELS.get(first_ds, first_ds)}) / paper."
     else:
-        cells, differ = table03(ctx.params, load_published_table(art, "text"))
+        cells, differ = table03(ctx.grid, load_published_table(art, "text"))
         note = ("The settings in force (params.yaml with per_dataset, and the methods' defaults); a cell that differs "
                 "from the paper shows the paper's value.")
     return Built("as the paper" if not differ else f"{differ} cell(s) differ from the paper",
@@ -57,18 +57,18 @@ def _settings(ctx: Context, art) -> Built:
 
 
 def _table04(ctx: Context, art) -> Built | None:
-    runs = read_runs(ctx.results, ctx.params)
-    cells, numbers = table04(ctx.params, runs, load_published_table(art), load_published_table(art, "std"))
+    runs = read_runs(ctx.results, ctx.grid)
+    cells, numbers = table04(ctx.grid, runs, load_published_table(art), load_published_table(art, "std"))
     gaps = gap_metrics(numbers)
-    clients_note = parts_note(ctx.params, ctx.results)
-    ctx.shared["t4_sides"] = table04_sides(ctx.params, ctx.results, numbers)  # Table VI's claim compares with them
-    return _ran(ctx, art, cells, len(numbers), ACC_CELLS + _seeds_note(ctx.params) + " Rows: Dir(α) with the SPEC's "
+    clients_note = parts_note(ctx.grid, ctx.results)
+    ctx.shared["t4_sides"] = table04_sides(ctx.grid, ctx.results, numbers)  # Table VI's claim compares with them
+    return _ran(ctx, art, cells, len(numbers), ACC_CELLS + _seeds_note(ctx.grid) + " Rows: Dir(α) with the SPEC's "
                 "inferred α." + (f" {clients_note}" if clients_note else ""),
                 f"{len(numbers)} cells run ({len(cells)} rows); within 3 / 10 points of the paper: "
                 f"{gaps['within_3']} / {gaps['within_10']} of {gaps['beside_paper']}",
                 {"cells_run": len(numbers), "mean_gap": gaps["mean_gap"] if gaps["mean_gap"] is not None else 0.0,
                  "within_3": gaps["within_3"], "within_10": gaps["within_10"]},
-                verdicts=claims(ctx.shared["t4_sides"]), cells=cells_of(art.id, numbers, (Grid.of(ctx.params).profile or "?")))
+                verdicts=claims(ctx.shared["t4_sides"]), cells=cells_of(art.id, numbers, (ctx.grid.profile or "?")))
 
 
 def _flops(ctx: Context, art) -> Built | None:
@@ -95,32 +95,32 @@ def _flops(ctx: Context, art) -> Built | None:
 
 
 def _ablation(ctx: Context, art) -> Built | None:
-    cells, numbers = ablation(ctx.params, ctx.results, art, ABLATIONS[art.id])
+    cells, numbers = ablation(ctx.grid, ctx.results, art, ABLATIONS[art.id])
     verdicts = []
     if art.id == "table06" and numbers:
-        verdicts = cleaning_claims(ctx.shared.get("t4_sides", {}), table04_sides(ctx.params, ctx.results, numbers))
+        verdicts = cleaning_claims(ctx.shared.get("t4_sides", {}), table04_sides(ctx.grid, ctx.results, numbers))
     return _ran(ctx, art, cells, len(numbers), ACC_CELLS
                 + ("The (1, 1) row is Table IV's MD / SD runs. " if ABLATIONS[art.id] else
                    "FedMHO-MD / -SD are Table IV's runs (heterogeneous clients, as in the paper). "
-                   if ABLATIONS[art.id] == "" else "") + _seeds_note(ctx.params),
+                   if ABLATIONS[art.id] == "" else "") + _seeds_note(ctx.grid),
                 f"{len(numbers)} cells run ({len(cells)} rows)", {"cells_run": len(numbers)}, verdicts=verdicts)
 
 
 def _table07(ctx: Context, art) -> Built | None:
-    cells, done = table07(ctx.params, ctx.results, art)
-    return _ran(ctx, art, cells, done, ACC_CELLS + "N clients, N/2 of each kind, on " + _where(ctx.params),
+    cells, done = table07(ctx.grid, ctx.results, art)
+    return _ran(ctx, art, cells, done, ACC_CELLS + "N clients, N/2 of each kind, on " + _where(ctx.grid),
                 f"{done} cells run ({len(cells)} rows)", {"cells_run": done})
 
 
 def _table10(ctx: Context, art) -> Built | None:
-    cells, done = table10(ctx.params, ctx.results, art)
-    return _ran(ctx, art, cells, done, ACC_CELLS + table10_setting(ctx.params) + " " + _seeds_note(ctx.params),
+    cells, done = table10(ctx.grid, ctx.results, art)
+    return _ran(ctx, art, cells, done, ACC_CELLS + table10_setting(ctx.grid) + " " + _seeds_note(ctx.grid),
                 f"{done} cells run ({len(cells)} rows)", {"cells_run": done})
 
 
 def _table11(ctx: Context, art) -> Built | None:
-    cells, done, features = table11(ctx.params, ctx.results, art)
-    where = _where(ctx.params)
+    cells, done, features = table11(ctx.grid, ctx.results, art)
+    where = _where(ctx.grid)
     return _ran(ctx, art, cells, done, "Each cell: ours, mean ± sample std (n seeds) / the paper's (our mean − the "
                 "paper's). FID of the data the part's decoders generate before cleaning, all decoders pooled, against "
                 f"as many training images; features: {features}. E = the CVAE-small clients' local epochs; "
@@ -129,7 +129,7 @@ def _table11(ctx: Context, art) -> Built | None:
 
 
 def _figure(ctx: Context, art) -> Built:
-    files, state = FIGURES[art.id](ctx.params, ctx.results, ctx.out)
+    files, state = FIGURES[art.id](ctx.grid, ctx.results, ctx.out)
     return Built(state, files)
 
 
@@ -139,12 +139,12 @@ BUILDERS = {"table01": _settings, "table03": _settings, "table04": _table04, "ta
             **{k: _ablation for k in ABLATIONS}, **{k: _figure for k in FIGURES}}
 
 
-def render(params: dict, results_root: Path, prepared_root: Path, out: Path, published_root: str = "published",
+def render(grid: Grid, results_root: Path, prepared_root: Path, out: Path, published_root: str = "published",
            paper_results_root: Path | None = None, summary: Path | None = None) -> list[Path]:
     """Every built artifact under ``out`` (LaTeX + Markdown tables, PNG + PDF figures) and README.md with each
     artifact's state and the claim verdicts; with ``summary``, the pipeline's summary metrics there."""
     out.mkdir(parents=True, exist_ok=True)
     arts = load_artifacts(published_root, numbering="roman")
-    ctx = Context(params, Path(results_root), Path(prepared_root), out)
+    ctx = Context(grid, Path(results_root), Path(prepared_root), out)
     report = build_all(ctx, arts, BUILDERS, SCHEMATICS, not_built="not built yet (issue 16)")
     return finish(ctx, report, arts, "FedMHO", "papers/fedmho", "Table IV", summary, cells=True)

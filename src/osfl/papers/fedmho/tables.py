@@ -43,20 +43,20 @@ def flops_table(record: dict, paper: pd.DataFrame) -> tuple[pd.DataFrame, list[f
 
 
 
-def _part_models(params: dict, dataset: str) -> dict[str, str]:
+def _part_models(grid: Grid, dataset: str) -> dict[str, str]:
     """part name -> the architecture it trains for ``dataset``."""
     out = {}
-    for part in params.get("parts") or []:
+    for part in grid.items("parts"):
         m = part.get("model")
         out[part["name"]] = m.get(dataset, MARKDOWN_NA) if isinstance(m, dict) else m
     return out
 
 
-def table01(params: dict, paper: pd.DataFrame, dataset: str) -> tuple[pd.DataFrame, int]:
+def table01(grid: Grid, paper: pd.DataFrame, dataset: str) -> tuple[pd.DataFrame, int]:
     """Large / small local model of each column group: ours (a column's ``first`` / ``second`` part and the
     parts' models) / the paper's."""
-    models = _part_models(params, dataset)
-    by_paper = {c.get("paper"): c for c in Grid.of(params).columns}
+    models = _part_models(grid, dataset)
+    by_paper = {c.get("paper"): c for c in grid.columns}
     cells = pd.DataFrame(MARKDOWN_NA, index=paper.index.copy(), columns=paper.columns.copy(), dtype=object)
     differ = 0
     for group in paper.columns:
@@ -75,12 +75,12 @@ def table01(params: dict, paper: pd.DataFrame, dataset: str) -> tuple[pd.DataFra
     return cells, differ
 
 
-def settings_for(params: dict, dataset: str) -> dict:
+def settings_for(grid: Grid, dataset: str) -> dict:
     """The settings in force for ``dataset``: params merged with ``per_dataset`` and the methods' defaults."""
     from ...methods import METHODS
     from ...config import merge_per_dataset
 
-    merged = merge_per_dataset({**params, "dataset": dataset})
+    merged = merge_per_dataset({**grid.raw(), "dataset": dataset})
     from ...config import CVAETraining, LocalTraining
 
     server = merged.get("server") or {}
@@ -94,7 +94,7 @@ def _lr(v: float) -> str:
     return f"{mant}e{int(exp)}"
 
 
-def table03(params: dict, paper: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+def table03(grid: Grid, paper: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """Table III from the settings in force (ours / paper), every dataset of the paper."""
     ours_of = {
         "Batch Size": lambda s: str(s["local"].batch_size),
@@ -114,7 +114,7 @@ def table03(params: dict, paper: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     cells = pd.DataFrame(MARKDOWN_NA, index=paper.index.copy(), columns=paper.columns.copy(), dtype=object)
     differ = 0
     for col in paper.columns:
-        s = settings_for(params, label_to_ds[col])
+        s = settings_for(grid, label_to_ds[col])
         for row in paper.index:
             want = str(paper.loc[row, col])
             ours = ours_of[row](s) if row in ours_of else MARKDOWN_NA
@@ -131,26 +131,26 @@ def _same_number(a: str, b: str) -> bool:
         return False
 
 
-def table04(params: dict, runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+def table04(grid: Grid, runs: dict, paper: pd.DataFrame, paper_std: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
     """Table IV: every column on every dataset and split run."""
-    return compare_rows(runs, paper, paper_std, [c for c in Grid.of(params).columns if c.get("paper")],
+    return compare_rows(runs, paper, paper_std, [c for c in grid.columns if c.get("paper")],
                         lambda ds, entry: DATASET_LABELS.get(ds, ds))
 
 
-def _md_sd_defaults(params: dict, row: str) -> list[dict]:
+def _md_sd_defaults(grid: Grid, row: str) -> list[dict]:
     """Table IV's FedMHO-MD / -SD columns as the default row (``row``) of an ablation table."""
-    return [{**c, "row": row} for c in Grid.of(params).columns if c.get("paper") in ("FedMHO-MD", "FedMHO-SD")]
+    return [{**c, "row": row} for c in grid.columns if c.get("paper") in ("FedMHO-MD", "FedMHO-SD")]
 
 
-def ablation(params: dict, results_root: Path, art, default_row: str | None) -> tuple[pd.DataFrame, dict]:
+def ablation(grid: Grid, results_root: Path, art, default_row: str | None) -> tuple[pd.DataFrame, dict]:
     """Tables V, VI, VIII, IX: the variants of ``art`` (plus Table IV's MD/SD as ``default_row``) beside the paper."""
     table06 = art.id in BY_DATASET
-    pool = params.get("variants") if table06 else (params.get("sweeps") or {}).get("variants")
+    pool = grid.value("variants") if table06 else grid.block("sweeps").get("variants")
     entries = [v for v in pool or [] if v.get("artifact") == art.id]
     if default_row is not None:
-        entries = _md_sd_defaults(params, default_row) + entries
-    datasets = None if table06 else (params.get("sweeps") or {}).get("datasets") or []
-    runs = read_runs(results_root, params, entries, datasets)
+        entries = _md_sd_defaults(grid, default_row) + entries
+    datasets = None if table06 else grid.block("sweeps").get("datasets") or []
+    runs = read_runs(results_root, grid, entries, datasets)
     # Tables V and VIII are EMNIST's: another dataset's rows are named after it and have no paper number
     prefix = ((lambda ds, e: DATASET_LABELS.get(ds, ds)) if table06 else
               (lambda ds, e: e["row"] if ds == "emnist" else f"{DATASET_LABELS.get(ds, ds)}: {e['row']}"))
@@ -182,38 +182,37 @@ def _method_rows(art, entries: list[dict], columns_of) -> tuple[pd.DataFrame, in
     return df, done
 
 
-def table07(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
+def table07(grid: Grid, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     """Table VII: each ``sweeps.clients_columns`` column on each sweep dataset's first split with N clients
     (``sweeps.clients``; runs ``<run>-n<N>``), mean ± std over seeds beside the paper's. Returns (cells, cells run)."""
-    sweeps = params.get("sweeps") or {}
-    split = (Grid.of(params).first_split or "dir0.5")
+    sweeps = grid.block("sweeps")
+    split = (grid.first_split or "dir0.5")
     cols = sweeps.get("clients_columns") or []
     return _method_rows(art, cols, {
-        ds: [(f"N = {n}", f"N{n}", read_runs(results_root, params, cols, [ds], suffix=f"-n{n}").get((ds, split), {}))
+        ds: [(f"N = {n}", f"N{n}", read_runs(results_root, grid, cols, [ds], suffix=f"-n{n}").get((ds, split), {}))
              for n in sweeps.get("clients") or []]
         for ds in sweeps.get("datasets") or []})
 
 
-def table10(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
+def table10(grid: Grid, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     """Table X: the ``table10`` sweep variants (every method on the diverse classifiers) on each sweep dataset, one
     column per split (the paper's P1..P3 in ``splits`` order), mean ± std over seeds beside the paper's."""
-    sweeps = params.get("sweeps") or {}
+    sweeps = grid.block("sweeps")
     entries = [v for v in sweeps.get("variants") or [] if v.get("artifact") == art.id]
     columns_of = {}
     for ds in sweeps.get("datasets") or []:
-        runs = read_runs(results_root, params, entries, [ds])
+        runs = read_runs(results_root, grid, entries, [ds])
         columns_of[ds] = [(f"P{i} ({split})", f"P{i}", runs.get((ds, split), {}))
-                          for i, split in enumerate(Grid.of(params).splits, start=1)]
+                          for i, split in enumerate(grid.splits, start=1)]
     return _method_rows(art, entries, columns_of)
 
 
-def table10_setting(params: dict) -> str:
+def table10_setting(grid: Grid) -> str:
     """Table X's setting as params.yaml has it: each part its variants read (clients, models, optimiser) and the
     global models their ``--set`` chooses."""
-    grid = Grid.of(params)
-    sweeps = params.get("sweeps") or {}
+    sweeps = grid.block("sweeps")
     entries = [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table10"]
-    parts = {q["name"]: q for q in (params.get("parts") or []) + (sweeps.get("parts") or [])}
+    parts = {q["name"]: q for q in grid.items("parts") + (sweeps.get("parts") or [])}
     ds = (sweeps.get("datasets") or grid.datasets or ("fmnist",))[0]
     described = []
     for name in dict.fromkeys(e[k] for e in entries for k in ("first", "second") if e.get(k)):
@@ -225,35 +224,34 @@ def table10_setting(params: dict) -> str:
         ids = f"clients {span[0]}-{span[1] - 1}" if isinstance(span, list) else f"the {span} half"
         opt = (part.get("local") or {}).get("optimizer")
         described.append(f"{name} ({ids}): " + ", ".join(f"{models.count(m)} × {m}" for m in dict.fromkeys(models))
-                         + (f", {opt} at {part['local'].get('lr', (params.get('local') or {}).get('lr'))}"
+                         + (f", {opt} at {part['local'].get('lr', grid.block('local').get('lr'))}"
                             if opt else ""))
     globals_ = {t.split("=", 1)[1] for e in entries for t in str(e.get("set", "")).split() if t.startswith("model=")}
     return (("Parts: " + "; ".join(described) + ". ") if described else "") + (
-        f"Global model: {', '.join(sorted(globals_)) or params.get('model')} (FedAvg, FedDF: the vote of one model "
+        f"Global model: {', '.join(sorted(globals_)) or grid.value('model')} (FedAvg, FedDF: the vote of one model "
         "per architecture); the FedMHOs start from the classifiers' ensemble distilled into it (init: distill, the "
         "SPEC's proposal).")
 
 
-def _part_epochs(params: dict, ds: str, part: str, key: str = "cvae") -> int:
+def _part_epochs(grid: Grid, ds: str, part: str, key: str = "cvae") -> int:
     """Local epochs of ``part`` on ``ds`` (``key``: ``cvae`` for CVAEs, ``local`` for classifiers): the part's own
     ``<key>.epochs``, else ``<key>`` merged with ``per_dataset``."""
-    own = next((q for q in (params.get("parts") or []) + ((params.get("sweeps") or {}).get("parts") or [])
+    own = next((q for q in grid.items("parts") + (grid.block("sweeps").get("parts") or [])
                 if q.get("name") == part), {})
-    base = {**(params.get(key) or {}), **(((params.get("per_dataset") or {}).get(ds) or {}).get(key) or {})}
+    base = {**(grid.value(key) or {}), **((grid.block("per_dataset").get(ds) or {}).get(key) or {})}
     return int({**base, **(own.get(key) or {})}.get("epochs", 0))
 
 
-def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, str]:
+def table11(grid: Grid, results_root: Path, art) -> tuple[pd.DataFrame, int, str]:
     """Table XI on each sweep dataset's first split: FID of each ``sweeps.fid`` part's generated data (stage
     ``fid``) with FedMHO-MD / -SD trained on that part (``table11`` variants; Table IV's runs for its own part), and
     the Gaussian-noise and real-split references. Returns (cells, FIDs computed, the features that produced them)."""
-    grid = Grid.of(params)
     paper = load_published_table(art)
-    sweeps = params.get("sweeps") or {}
+    sweeps = grid.block("sweeps")
     split = (grid.first_split or "dir0.5")
     seeds = grid.seeds
     parts = sweeps.get("fid") or []
-    entries = _md_sd_defaults(params, "") + [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table11"]
+    entries = _md_sd_defaults(grid, "") + [v for v in sweeps.get("variants") or [] if v.get("artifact") == "table11"]
     features: set[str] = set()  # what produced the FIDs, as each record says
     cells, done = {}, 0
 
@@ -261,8 +259,8 @@ def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, s
         return vs_paper(vals, paper.loc[label, col] if label in paper.index else float("nan"))
 
     for ds in sweeps.get("datasets") or []:
-        runs = read_runs(results_root, params, entries, [ds]).get((ds, split), {})
-        by_part = read_runs(results_root, params, [{"id": p} for p in parts], [ds], folder="fid").get((ds, split), {})
+        runs = read_runs(results_root, grid, entries, [ds]).get((ds, split), {})
+        by_part = read_runs(results_root, grid, [{"id": p} for p in parts], [ds], folder="fid").get((ds, split), {})
         fids = {part: by_part.get(part, []) for part in parts}
         done += sum(map(len, fids.values()))
         features |= {r.get("features", r.get("extractor", "?")) for recs in fids.values() for r in recs}
@@ -271,7 +269,7 @@ def table11(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int, s
         na = {c: "N/A" for c in ("FedMHO-MD", "FedMHO-SD")}
         cells[f"{lead}Gaussian Noise"] = {"FID": cell([r["noise_fid"] for r in anyrec], "Gaussian Noise", "FID"), **na}
         for part, recs in fids.items():
-            e = _part_epochs(params, ds, part)
+            e = _part_epochs(grid, ds, part)
             label = next((i for i in paper.index if paper.loc[i, "E_inferred"] == e), None) if not lead else None
             row = {"FID": cell([r["fid"] for r in recs], label, "FID")}
             for col in ("FedMHO-MD", "FedMHO-SD"):

@@ -44,7 +44,7 @@ def _side(recs: list[dict], method: str, classes: int) -> Side:
     return Side(METHODS[method], values, swings, bad)
 
 
-def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -> list[tuple[str, Verdict]]:
+def spec_checks(grid: Grid, runs: dict, cost_same: dict, fig6_numbers: dict) -> list[tuple[str, Verdict]]:
     """A verdict on every check of SPEC §7 (:class:`osfl.reporting.spread.Verdict`, with the numbers): comparisons
     of our runs follow the spread rule of :mod:`osfl.reporting.spread`; the checks on the clustering and on HFLDD are
     not judged where the pre-trained clients are degenerate."""
@@ -81,7 +81,7 @@ def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -
                     on_seeds(Verdict(HOLDS if ok else DOES_NOT_HOLD, evidence), [r["seed"] for r in clustered])))
     paper_final = {("mnist", 1): 98.1, ("mnist", 2): 98.3, ("mnist", 10): 98.4,
                    ("cifar10", 1): 64.3, ("cifar10", 2): 70.1, ("cifar10", 10): 72.2}
-    profile = Grid.of(params).profile
+    profile = grid.profile
     for (ds, c), recs in sorted(runs.items()):
         side = _side(recs, "hfldd", _classes(ds))
         vals = list(side.values.values())
@@ -153,7 +153,7 @@ def spec_checks(params: dict, runs: dict, cost_same: dict, fig6_numbers: dict) -
     return out
 
 
-def k_robustness(params: dict, runs: dict, paper: pd.DataFrame) -> list[tuple[str, Verdict]]:
+def k_robustness(grid: Grid, runs: dict, paper: pd.DataFrame) -> list[tuple[str, Verdict]]:
     """§V-D: "for C = 2 and C = 10 HFLDD is robust to K": per (dataset, C of 2 or 10) with at least three K run, our
     range of HFLDD's final accuracy over K (means over the seeds every K ran on) against the paper's widest range at
     that C (Table IV, either dataset; points whose run or record is degenerate left out). Holds when ours is below
@@ -168,7 +168,7 @@ def k_robustness(params: dict, runs: dict, paper: pd.DataFrame) -> list[tuple[st
             continue
         widest = max(float(paper.loc[lab].max() - paper.loc[lab].min()) for lab in rows)
         judged = [r for r in recs if not _degenerate(r, "hfldd", _classes(ds))]
-        by_k = {k: kept for k, per_seed in k_records(judged, params).items()
+        by_k = {k: kept for k, per_seed in k_records(judged, grid).items()
                 if (kept := {s: rec for s, rec in per_seed.items() if regime_failure(rec, _classes(ds)) is None})}
         # the seeds every K point ran on: a range over K compares points on the same seeds (the main run's K may
         # have more seeds than the sweep's)

@@ -30,11 +30,10 @@ def curves_panels(runs: dict) -> dict:
     return panels
 
 
-def traffic_panels(params: dict, runs: dict, classes: int = 2) -> tuple[dict, dict]:
+def traffic_panels(grid: Grid, runs: dict, classes: int = 2) -> tuple[dict, dict]:
     """Fig. 6: per dataset, log10 MiB to first reach each target at C = ``classes`` (mean over seeds); and the
     numbers, ``{(dataset, method label, target): {seed: MiB}}``."""
-    grid = Grid.of(params)
-    targets = [float(t) for t in (params.get("cost") or {}).get("curve_targets") or []]
+    targets = [float(t) for t in grid.block("cost").get("curve_targets") or []]
     panels, numbers = {}, {}
     for ds in grid.datasets:
         recs = runs.get((ds, classes)) or []

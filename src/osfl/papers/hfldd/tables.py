@@ -58,10 +58,10 @@ def read_run(root: Path) -> dict | None:
             "kip": _read(root / "kip.json"), "clients": _read(root / "clients.json"), "ksweep": ksweep}
 
 
-def k_records(recs: list[dict], params: dict) -> dict[int, dict]:
+def k_records(recs: list[dict], grid: Grid) -> dict[int, dict]:
     """HFLDD's records of the runs ``recs`` (seeds of one dataset and C) per K, in K order: ``{K: {seed: record}}``,
     the sweep's points (stage ksweep@) and the main run (stage hfldd@) at the params' ``clustering.K``."""
-    k_main = int((params.get("clustering") or {}).get("K", 10))
+    k_main = int(grid.block("clustering").get("K", 10))
     out: dict[int, dict] = {}
     for r in recs:
         main = r["rounds"].get("hfldd")
@@ -70,14 +70,13 @@ def k_records(recs: list[dict], params: dict) -> dict[int, dict]:
     return dict(sorted(out.items()))
 
 
-def runs_by_c(params: dict, results_root: Path) -> dict[tuple[str, int], list[dict]]:
+def runs_by_c(grid: Grid, results_root: Path) -> dict[tuple[str, int], list[dict]]:
     """``{(dataset, C): [run records per seed that has any record]}``: the runs ``<dataset>-c<C>-s<seed>`` of the
     params' ``classes``, read by the reports' one loader (:func:`osfl.reporting.runs.read_grid`)."""
-    classes = [int(c) for c in params.get("classes") or []]
-    grid = read_grid(results_root, params, read_run, splits=[f"c{c}" for c in classes])
-    profile = Grid.of(params).profile
-    return {(ds, int(split[1:])): [{**r, "C": int(split[1:]), "profile": profile} for r in recs]
-            for (ds, split), recs in grid.items()}
+    classes = [int(c) for c in grid.items("classes")]
+    found = read_grid(results_root, grid, read_run, splits=[f"c{c}" for c in classes])
+    return {(ds, int(split[1:])): [{**r, "C": int(split[1:]), "profile": grid.profile} for r in recs]
+            for (ds, split), recs in found.items()}
 
 
 @functools.cache
@@ -157,16 +156,15 @@ def paper_cost_rows(art, headers: int, paper_params: int, image_bytes: int) -> t
 PAPER_COST = {"table2": ("lenet5", "mnist", "H_MNIST_C10"), "table3": ("fedd3_cnn", "cifar10", "H_CIFAR10_C10")}
 
 
-def cost_table(params: dict, runs: dict, art, fig5_meta: dict) -> tuple[pd.DataFrame, dict, bool]:
+def cost_table(grid: Grid, runs: dict, art, fig5_meta: dict) -> tuple[pd.DataFrame, dict, bool]:
     """Table II or III: the paper's rows, its rounds through our cost model, then ours per dataset (C = 10)."""
-    grid = Grid.of(params)
     model, ds_paper, h_key = PAPER_COST[art.id]
     from ...data import get_spec
 
     shape = get_spec(ds_paper).shape
     rows, same = paper_cost_rows(art, int(fig5_meta.get("inferred", {}).get(h_key, 0)), model_params(model, ds_paper),
                                  int(np.prod(shape)))
-    targets = (params.get("cost") or {}).get("target") or {}
+    targets = grid.block("cost").get("target") or {}
     numbers: dict = {}
     for ds in COST_TABLE_DATASETS[art.id]:
         recs = runs.get((ds, 10)) or []
@@ -202,17 +200,16 @@ def cost_table(params: dict, runs: dict, art, fig5_meta: dict) -> tuple[pd.DataF
     return df, numbers, all(same.values())
 
 
-def table4(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
+def table4(grid: Grid, runs: dict, art) -> tuple[pd.DataFrame, dict]:
     """The paper's K columns per (dataset, C) row; ours at every K that ran (the sweep's points and the main run at
     ``clustering.K``) beside the paper's there, with Δ. Numbers: ``{(dataset, C, K): {"mean", "paper", "seeds"}}``."""
-    grid = Grid.of(params)
     paper = load_published_table(art)
     rows, numbers = {}, {}
     for label in paper.index:
         rows[label] = {str(c): f"{MARKDOWN_NA} / {float(paper.loc[label, c]):.1f}" for c in paper.columns}
     for (ds, c), recs in runs.items():
         label = f"{DATASET_LABELS.get(ds, ds)} (C = {c})"
-        for k, per_seed in k_records(recs, params).items():
+        for k, per_seed in k_records(recs, grid).items():
             vals = [rec["acc_final"] for rec in per_seed.values()]
             # records computed under another profile than the params' (an older grid's) say so
             older = sorted({rec.get("profile") for rec in per_seed.values()} - {None, grid.profile})

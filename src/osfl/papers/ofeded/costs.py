@@ -31,13 +31,12 @@ def _model_bytes(name: str, dataset: str, inputs: Any = None) -> int:
     return sum(t.numel() * t.element_size() for t in model.state_dict().values())
 
 
-def cost_numbers(params: dict, results_root: Path) -> dict:
+def cost_numbers(grid: Grid, results_root: Path) -> dict:
     """Per (dataset, split): the counted costs, mean over the seeds that ran (None where a count is missing):
     local (all clients' local training FLOPs, one round), dm (all clients' matching FLOPs), s_bytes (the distilled
     sets' upload), model_bytes / res_bytes (K uploads of our model / of ResNet-18 for the dataset), and sc per
     method (server FLOPs, its test evaluations left out)."""
-    grid = Grid.of(params)
-    cost = params.get("cost") or {}
+    cost = grid.block("cost")
     k = (grid.clients or 10)
     out = {}
     for ds in grid.datasets:
@@ -63,9 +62,9 @@ def cost_numbers(params: dict, results_root: Path) -> dict:
                 continue
             mean = (lambda v: float(np.mean(v)) if v else None)
             out[(ds, split)] = {"local": mean(local), "dm": mean(dm), "s_bytes": mean(s_bytes),
-                                "model_bytes": k * _model_bytes(_run_model(params), ds, params.get("inputs")),
+                                "model_bytes": k * _model_bytes(_run_model(grid), ds, grid.value("inputs")),
                                 "res_bytes": k * _model_bytes(cost.get("resnet", "resnet18"), ds,
-                                                              params.get("inputs")),
+                                                              grid.value("inputs")),
                                 "sc": {m: mean(v) for m, v in sc.items()},
                                 "rounds": int(cost.get("fedavg_rounds", 10)), "seeds": len(local)}
     return out
@@ -87,9 +86,9 @@ def _fmt(v: float) -> str:
     return MARKDOWN_NA if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4g}"
 
 
-def cost_tables(params: dict, results_root: Path, arts: dict) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+def cost_tables(grid: Grid, results_root: Path, arts: dict) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
     """Tables 4 and 5: the paper's rows as printed, then ours per dataset and split we ran."""
-    counted = cost_numbers(params, results_root)
+    counted = cost_numbers(grid, results_root)
     if not counted:
         return None, None
     t4, t5 = (load_published_table(arts[i]) for i in ("table4", "table5"))

@@ -16,13 +16,13 @@ from ...reporting.tables import MARKDOWN_NA
 from .tables import ACC_CELLS, FIG2_RUNS, _curve, _degenerate, _entries, _mean, _panel_title, _run_model, run_side
 from ...reporting.grid import Grid
 
-def table2(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
+def table2(grid: Grid, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     """Table 2: the paper's rows (CIFAR-10, by α), then ours per dataset and split with ResNet-18 clients."""
     paper, paper_std = load_published_table(art), load_published_table(art, "std")
-    resnet = params.get("resnet") or {}
+    resnet = grid.block("resnet")
     entries = [{"id": e["method"], "paper": e["paper"]}
                for e in list(resnet.get("columns") or []) + list(resnet.get("s_columns") or [])]
-    runs = read_runs(Path(results_root), params, entries, suffix=f"-{resnet.get('model', 'resnet18')}")
+    runs = read_runs(Path(results_root), grid, entries, suffix=f"-{resnet.get('model', 'resnet18')}")
     rows = {f"paper: CIFAR-10, α = {a}": {c: vs_paper([], paper.loc[a, c], paper_std.loc[a, c]).split(" / ", 1)[1]
                                            for c in paper.columns} for a in paper.index}
     done = 0
@@ -43,16 +43,15 @@ def table2(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     return df, done
 
 
-def variant_points(params: dict, results_root: Path, figure: str) -> dict:
+def variant_points(grid: Grid, results_root: Path, figure: str) -> dict:
     """Per dataset at ``figure_split`` where a variant ran: {"series": {series: {x: Side}}} of the ``variants`` drawn
     in ``figure`` ("2b" or "3"), each a side over the seeds that ran (:func:`run_side`), and "reference": the main
     OFedED run's side (None where it did not run), and "ipc": the main runs' IPC."""
-    grid = Grid.of(params)
-    split = params.get("figure_split")
-    chosen = [v for v in params.get("variants") or [] if str(v.get("figure")) == figure]
-    main = next((e for e in params.get("s_columns") or [] if e.get("method") == "ofeded" and not e.get("tag")), None)
+    split = grid.value("figure_split")
+    chosen = [v for v in grid.items("variants") if str(v.get("figure")) == figure]
+    main = next((e for e in grid.items("s_columns") if e.get("method") == "ofeded" and not e.get("tag")), None)
     entries = [{"id": f"ofeded-{v['id']}"} for v in chosen] + ([{"id": main["id"]}] if main else [])
-    runs = read_runs(Path(results_root), {**params, "splits": [split]}, entries)
+    runs = read_runs(Path(results_root), grid.narrowed([split]), entries)
     out = {}
     for (ds, _), by_id in runs.items():
         series: dict[str, dict[float, Side]] = {}
@@ -73,16 +72,16 @@ def variant_points(params: dict, results_root: Path, figure: str) -> dict:
     return out
 
 
-def ipc_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, Verdict]]]:
+def ipc_panels(grid: Grid, results_root: Path) -> tuple[dict, list[tuple[str, Verdict]]]:
     """Fig. 2(b): OFedED's accuracy against IPC (the variants, and the main run at the IPC its distilled.json
     records); the claim that IPC = 2 is best (above every other IPC, by the spread rule)."""
     panels, verdicts = {}, []
-    for ds, pts in variant_points(params, results_root, "2b").items():
+    for ds, pts in variant_points(grid, results_root, "2b").items():
         curve = dict(pts["series"].get("OFedED", {}))
         if pts["reference"] is not None and pts["ipc"] is not None:
             curve[pts["ipc"]] = pts["reference"]
         curve = {x: replace(sd, name=f"IPC {x:g}") for x, sd in curve.items()}
-        title = _panel_title(ds, params.get("figure_split"))
+        title = _panel_title(ds, grid.value("figure_split"))
         if len(curve) < 2:
             panels[title] = None
             continue
@@ -95,13 +94,13 @@ def ipc_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, 
     return panels, verdicts
 
 
-def dp_panels(params: dict, results_root: Path) -> tuple[dict, list[tuple[str, Verdict]]]:
+def dp_panels(grid: Grid, results_root: Path) -> tuple[dict, list[tuple[str, Verdict]]]:
     """Fig. 3: OFedED's accuracy against σ per noise series, the no-noise run as a reference line; the claims that
     every setting degrades and gradient noise (and both together) cost more than image noise, by the spread rule
     (a series over σ: per seed, its mean over the σ values that seed ran at all of)."""
     panels, verdicts = {}, []
-    for ds, pts in variant_points(params, results_root, "3").items():
-        title = _panel_title(ds, params.get("figure_split"))
+    for ds, pts in variant_points(grid, results_root, "3").items():
+        title = _panel_title(ds, grid.value("figure_split"))
         sides = {name: {x: replace(sd, name=f"{name} σ={x:g}") for x, sd in c.items()}
                  for name, c in pts["series"].items()}
         if not sides:
@@ -149,15 +148,14 @@ def _series_of(run_id: str) -> str | None:
 
 
 
-def _teacher_runs(params: dict, results_root: Path) -> dict:
+def _teacher_runs(grid: Grid, results_root: Path) -> dict:
     """Per dataset at ``figure_split``: {method label: {seed: ensemble test accuracies per server epoch}} of the
     ``--track-teacher`` runs (Fig. 2(a))."""
-    grid = Grid.of(params)
-    split, out = params.get("figure_split"), {}
+    split, out = grid.value("figure_split"), {}
     for ds in grid.datasets:
         by: dict[str, dict] = {}
         for label, run_id in FIG2_RUNS.items():
-            entry = next((e for e in _entries(params) if e.get("id") == run_id), None)
+            entry = next((e for e in _entries(grid) if e.get("id") == run_id), None)
             for seed in grid.seeds:
                 live = Path(results_root) / run_name(ds, split, seed) / "live" / (entry or {}).get("id", "?")
                 curve = _curve(live, "train/teacher_acc")
@@ -167,11 +165,11 @@ def _teacher_runs(params: dict, results_root: Path) -> dict:
     return out
 
 
-def teacher_curves(params: dict, results_root: Path) -> dict:
+def teacher_curves(grid: Grid, results_root: Path) -> dict:
     """Fig. 2(a): per dataset at ``figure_split``, each method's ensemble (teacher) test accuracy per server epoch,
     the mean over the seeds that logged it (``--track-teacher``); None for a dataset with none."""
-    split, panels = params.get("figure_split"), {}
-    for ds, by in _teacher_runs(params, results_root).items():
+    split, panels = grid.value("figure_split"), {}
+    for ds, by in _teacher_runs(grid, results_root).items():
         series = {}
         for label, curves in by.items():
             n = min(len(c[0]) for c in curves.values())
@@ -181,13 +179,13 @@ def teacher_curves(params: dict, results_root: Path) -> dict:
     return panels
 
 
-def teacher_sides(params: dict, results_root: Path) -> dict:
+def teacher_sides(grid: Grid, results_root: Path) -> dict:
     """Fig. 2(a)'s claims' inputs: per panel title, {method label: (its last epoch's side with the swing of each
     seed's last half, the same with the swing of the whole curve, its first epoch's side with the whole curve's
     swing)} over the seeds that logged the ensemble (the last epoch is what "ends above" is about, the whole curve
     what "rises" is), degenerate where the run's clients are."""
-    split, out = params.get("figure_split"), {}
-    for ds, by in _teacher_runs(params, results_root).items():
+    split, out = grid.value("figure_split"), {}
+    for ds, by in _teacher_runs(grid, results_root).items():
         sides = {}
         for label, curves in by.items():
             bad = {seed: _degenerate(Path(results_root) / run_name(ds, split, seed) / "clients.json", ds, None)
@@ -202,14 +200,14 @@ def teacher_sides(params: dict, results_root: Path) -> dict:
     return out
 
 
-def student_bars(params: dict, results_root: Path) -> tuple[dict, dict]:
+def student_bars(grid: Grid, results_root: Path) -> tuple[dict, dict]:
     """Fig. 2(c): per dataset at ``figure_split``, student architecture -> {method -> mean final accuracy}: the
     clients' own architecture (the Table 1 runs) and each ``student`` of the columns; and the numbers behind it,
     each a side over the seeds that ran (:func:`run_side`)."""
-    split = params.get("figure_split")
-    entries = [e for e in _entries(params) if e.get("id") in FIG2_RUNS.values()
+    split = grid.value("figure_split")
+    entries = [e for e in _entries(grid) if e.get("id") in FIG2_RUNS.values()
                or (e.get("student") and _series_of(e.get("id", "")))]
-    runs = read_runs(Path(results_root), {**params, "splits": [split]}, entries)
+    runs = read_runs(Path(results_root), grid.narrowed([split]), entries)
     panels, numbers = {}, {}
     for (ds, _), by_id in runs.items():
         groups: dict[str, dict[str, float]] = {}
@@ -217,7 +215,7 @@ def student_bars(params: dict, results_root: Path) -> tuple[dict, dict]:
         for e in entries:
             recs = by_id.get(e["id"], [])
             if recs:
-                group = e.get("student") or f"{_run_model(params)} (the clients')"
+                group = e.get("student") or f"{_run_model(grid)} (the clients')"
                 side = run_side(results_root, ds, split, e["id"], _series_of(e["id"]), recs)
                 groups.setdefault(group, {})[side.name] = _mean(side)
                 sides.setdefault(group, {})[side.name] = side

@@ -28,19 +28,19 @@ def _panel_title(ds: str, split: str) -> str:
     return f"{DATASET_LABELS.get(ds, ds)}, α = {split.removeprefix('dir')}"
 
 
-def _run_model(params: dict) -> str:
+def _run_model(grid: Grid) -> str:
     """The clients' architecture as the runs used it (the params under their profile: cpu's replacement)."""
-    return cpu_profile.apply(params)["model"]
+    return cpu_profile.apply(grid.raw())["model"]
 
 
-def _entries(params: dict) -> list[dict]:
-    return list(Grid.of(params).columns) + list(params.get("s_columns") or [])
+def _entries(grid: Grid) -> list[dict]:
+    return list(grid.columns) + grid.items("s_columns")
 
 
-def table1(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
+def table1(grid: Grid, runs: dict, art) -> tuple[pd.DataFrame, dict]:
     """Every Table 1 column we ran on every dataset and split, below the paper's rows."""
     paper, paper_std = load_published_table(art), load_published_table(art, "std")
-    entries = [e for e in _entries(params) if e.get("paper")]
+    entries = [e for e in _entries(grid) if e.get("paper")]
     ours, numbers = compare_rows(runs, paper, paper_std, entries, lambda ds, e: DATASET_LABELS.get(ds, ds))
     rest = {label: {c: vs_paper([], paper.loc[label, c], paper_std.loc[label, c]) for c in paper.columns}
             for label in paper.index if label not in ours.index}
@@ -51,10 +51,10 @@ def table1(params: dict, runs: dict, art) -> tuple[pd.DataFrame, dict]:
     return both, numbers
 
 
-def ablation_entries(params: dict) -> dict[str, dict]:
+def ablation_entries(grid: Grid) -> dict[str, dict]:
     """Table 3's row label (the paper's check marks, "Loss, Ens, Others") -> the run that is that row."""
-    rows = {", , ": next((e for e in Grid.of(params).columns if e.get("id") == FIG2_RUNS["Co-Boosting"]), None)}
-    for e in params.get("s_columns") or []:
+    rows = {", , ": next((e for e in grid.columns if e.get("id") == FIG2_RUNS["Co-Boosting"]), None)}
+    for e in grid.items("s_columns"):
         if e.get("parts"):
             rows[", ".join(p.strip() for p in str(e["parts"]).split(","))] = e
     return {k: v for k, v in rows.items() if v is not None}
@@ -65,11 +65,11 @@ def row_label(label: str) -> str:
     return " · ".join(p.strip() or "–" for p in label.split(","))
 
 
-def table3(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
+def table3(grid: Grid, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     """The paper's eight rows: its CIFAR-10 / SVHN cells and ours per dataset and split (mean ± std over seeds)."""
     paper, paper_std = load_published_table(art), load_published_table(art, "std")
-    by_row = ablation_entries(params)
-    runs = read_runs(results_root, params, list(by_row.values()))
+    by_row = ablation_entries(grid)
+    runs = read_runs(results_root, grid, list(by_row.values()))
     cells, done = {}, 0
     for label in paper.index:
         row = {f"paper: {c}": vs_paper([], paper.loc[label, c], paper_std.loc[label, c]).split(" / ", 1)[1]
@@ -87,12 +87,12 @@ def table3(params: dict, results_root: Path, art) -> tuple[pd.DataFrame, int]:
     return df, done
 
 
-def table3_sides(params: dict, results_root: Path) -> dict[tuple[str, str], dict[str, Side]]:
+def table3_sides(grid: Grid, results_root: Path) -> dict[tuple[str, str], dict[str, Side]]:
     """Table 3's rows as sides of a comparison, per (dataset, split) that ran any: row label (the paper's check
     marks, :func:`row_label`) -> the runs of that row that passed their regime guards, over seeds."""
-    by_row = ablation_entries(params)
+    by_row = ablation_entries(grid)
     out = {}
-    for (ds, split), by_id in read_runs(results_root, params, list(by_row.values())).items():
+    for (ds, split), by_id in read_runs(results_root, grid, list(by_row.values())).items():
         sides = {}
         for label, entry in by_row.items():
             good, _ = split_by_guards(by_id.get(entry["id"], []))
