@@ -77,10 +77,15 @@ def test_table10_parts_are_ranges_of_clients_with_a_model_each():
     """Table X's parts as params.yaml writes them: the eight large classifiers are clients 0-7 in the SPEC's order,
     trained with Adam 5e-4 (the part's local over the shared SGD); the small clients are 8-9; bad parts fail naming
     the key."""
-    from osfl.config import merge_per_dataset
-    from osfl.stages.train_part import resolve_part
+    from osfl.config import LocalTraining, merge_per_dataset
+    from osfl.stages.train_part import resolve_part as resolve
 
     params = merge_per_dataset({**yaml.safe_load((PAPER / "params.yaml").read_text()), "dataset": "emnist"})
+
+    def resolve_part(p, name, dataset, shape, clients):  # as stage train_part reads a run's settings
+        return resolve(p.get("parts"), name, dataset, shape, clients, local=LocalTraining.from_params(p.get("local")),
+                       cvae=p.get("cvae"), sweep_parts=(p.get("sweeps") or {}).get("parts"))
+
     large = resolve_part(params, "x_large", "emnist", (1, 28, 28), 10)
     assert large["ids"] == list(range(8))
     assert large["archs"] == [a for a in ("resnet50", "efficientnet_v2_s", "mobilenet_v2", "vgg9") for _ in (0, 1)]

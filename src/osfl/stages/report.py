@@ -1,6 +1,8 @@
 """Stage `report`: the main experiment's table (LaTeX + Markdown), bar chart and curves under reports/<exp>/."""
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pandas as pd
 
 from ..live import read_curve
@@ -30,7 +32,7 @@ def computed_on(metrics) -> str:
 
 def _run(args) -> None:
     cfg = load_run(args)
-    params, paths = cfg.params, cfg.paths
+    paths = cfg.paths
     methods = cfg.methods
     metrics = {m: read_json(require_input(paths.results / "runs" / f"{m}.json", f"evaluate@{m}")) for m in methods}
     clients = read_json(require_input(paths.results / "clients.json", "train_clients"))
@@ -63,9 +65,11 @@ def _run(args) -> None:
                                             for m in methods},
             "choices": {m: metrics[m]["choices"] for m in methods}, "clients": clients,
             "runtime": {m: metrics[m].get("runtime", {}) for m in methods},
-            "params": {**{k: params[k] for k in ("profile", "seed", "dataset", "partition", "alpha", "classes_per_client",
-                                                 "clients", "model", "methods", "local")},
-                       "assignment": cfg.assignment},
+            "settings": {"profile": profile.name, "seed": cfg.seed, "dataset": spec.name, "partition": cfg.partition,
+                         "alpha": cfg.alpha, "classes_per_client": cfg.classes_per_client,
+                         "assignment": cfg.assignment, "clients": cfg.clients, "model": cfg.model,
+                         "client_models": list(cfg.client_models), "methods": list(methods),
+                         "local": asdict(cfg.local)},  # the run's validated settings, as the stages used them
         })
     print("report:", ", ".join(str(paths.report / p.name) for p in written))
 

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Mapping
+from dataclasses import asdict
 
 import numpy as np
 import torch
@@ -64,13 +66,24 @@ def main(argv=None) -> None:
     run_stage(_run, p, argv)
 
 
-def resolve_part(params: dict, name: str, dataset: str, shape, clients: int) -> dict:
-    """``{"name", "ids", "model", "local", "cvae"}`` of part ``name`` (in ``parts`` or ``sweeps.parts``); a bad key
-    fails naming it."""
-    parts, sweep_parts = params.get("parts"), (params.get("sweeps") or {}).get("parts") or []
-    for key, listed in (("parts", parts), ("sweeps.parts", sweep_parts)):
-        if not isinstance(listed, list) or not all(isinstance(q, dict) and "name" in q for q in listed):
+class Parts(tuple):
+    """The params' ``parts`` (or ``sweeps.parts``) as a settings type (``cfg.settings(Parts, "parts")``): a tuple of
+    part mappings, each with a ``name``; absent = none."""
+
+    @classmethod
+    def from_params(cls, value, key: str = "parts") -> "Parts":
+        value = [] if value is None else value
+        if not isinstance(value, (list, tuple)) or not all(isinstance(q, dict) and "name" in q for q in value):
             raise ConfigError(key, "must be a list of parts, each {name, half, model}")
+        return cls(value)
+
+
+def resolve_part(parts, name: str, dataset: str, shape, clients: int, *, local: LocalTraining,
+                 cvae: Mapping | None = None, sweep_parts=None) -> dict:
+    """``{"name", "ids", "model", "local", "cvae"}`` of part ``name`` (in ``parts`` or ``sweep_parts``, the params'
+    ``sweeps.parts``), its ``local`` and ``cvae`` over the run's (``local``: the run's typed settings; ``cvae``: the
+    params' ``cvae`` block); a bad key fails naming it."""
+    parts, sweep_parts = Parts.from_params(parts, "parts"), Parts.from_params(sweep_parts, "sweeps.parts")
     by_name = {q["name"]: q for q in parts + sweep_parts}  # sweeps.parts: trained on the sweeps' runs only
     if name not in by_name:
         raise unknown_key(f"parts.{name}", list(by_name))
@@ -96,8 +109,8 @@ def resolve_part(params: dict, name: str, dataset: str, shape, clients: int) -> 
             raise ConfigError(k, f"must be a model name or a mapping dataset -> name (or a list of those, one per "
                                  f"client); allowed: {', '.join(MODELS.names())}")
         archs.append(resolve_model_name(model, shape, key=k))
-    local = LocalTraining.from_params({**(params.get("local") or {}), **(part.get("local") or {})})
-    cvae = CVAETraining.from_params({**(params.get("cvae") or {}), **(part.get("cvae") or {})}, key=f"{key}.cvae")
+    local = LocalTraining.from_params({**asdict(local), **(part.get("local") or {})})
+    cvae = CVAETraining.from_params({**(cvae or {}), **(part.get("cvae") or {})}, key=f"{key}.cvae")
     retries = check_int(f"{key}.retries", part.get("retries", 0), minimum=0)
     return {"name": name, "ids": ids, "archs": archs, "local": local, "cvae": cvae, "retries": retries}
 
@@ -125,7 +138,8 @@ def _run(args) -> None:
     cfg = load_run(args)
     paths = cfg.paths
     spec, profile, seed = cfg.dataset, cfg.profile, cfg.seed
-    part = resolve_part(cfg.params, args.part, spec.name, spec.shape, cfg.clients)
+    part = resolve_part(cfg.settings(Parts, "parts"), args.part, spec.name, spec.shape, cfg.clients, local=cfg.local,
+                        cvae=cfg.block("cvae"), sweep_parts=cfg.block("sweeps").get("parts"))
     device = cfg.device
     data = load_data(paths, cfg)
     pt = load_partition(require_input(paths.partition / "partition.json", "partition"))
