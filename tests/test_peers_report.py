@@ -140,3 +140,20 @@ def test_a_record_of_how_far_an_official_loop_runs(tmp_path):
     text = render(tmp_path / "records", tmp_path / "none.yaml")
     assert "| 0 | 1.5 | 0 | epoch 1 | `x.py:61`: ValueError: v |" in text
     assert "| 1 | 2.0 | 3 | ran to the end | — |" in text
+
+
+def test_a_same_work_record_sets_its_ratio_beside_the_row_it_names(tmp_path):
+    """A record ``<name>-samework`` (the official code against the variant of ours that does its work, e.g. DENSE at
+    bn 0) has no row of its own; its ratio stands beside ``<name>``'s."""
+    record = run_record([70.0, 72.0, 74.0], [71.0, 73.0, 75.0])
+    for arm, vals in (("ours", [60.0, 61.0, 62.0]), ("official", [70.0, 71.0, 72.0])):
+        record["arms"][arm]["final"] = {"values": vals, "mean": sum(vals) / 3}
+    record["method"] = "FedX"
+    write(tmp_path / "records", "fedx.json", record)
+    same = {**record, "arms": {"official": record["arms"]["official"],
+                               "ours_loop": {"local_seconds": {"values": [8.0] * 3, "mean": 8.0}}}}
+    write(tmp_path / "records", "fedx-samework.json", same)
+    text = render(tmp_path / "records", tmp_path / "none.yaml")
+    rows = [line for line in text.splitlines() if line.startswith("| FedX (fedx")]
+    assert len(rows) == 1 and "| 2.00× (local training); same work, ours_loop: 2.50× (local training) " \
+                              "(fedx-samework) |" in rows[0]

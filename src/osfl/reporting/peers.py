@@ -192,11 +192,30 @@ SUMMARY_HEADER = ["record", "metric", "official", "ours", "difference", "result"
                   "ours as fast as official", "official code"]
 
 
+#: a record ``<name>-samework`` times the official code against the arm of ours that does the same work (``ours_<x>``,
+#: e.g. DENSE at ``bn`` 0, whose official BN loss is identically 0, F5/F35), back to back in one process: its ratio is
+#: set beside ``<name>``'s in the summary (it has no ``ours`` arm, so no row of its own)
+SAME_WORK = "-samework"
+
+
+def _same_work_ratio(record: dict | None) -> str | None:
+    """``"same work, ours_<x>: R× (phase)"`` of a same-work record (the official arm against its one variant of ours on
+    the first timing both have), None where there is none."""
+    arms = (record or {}).get("arms") or {}
+    variants = [a for a in arms if a.startswith("ours_")]
+    if "official" not in arms or len(variants) != 1:
+        return None
+    ours, off = arms[variants[0]], arms["official"]
+    timer = next((t for t in sorted(ours) if t.endswith("_seconds") and t in off and ours[t].get("mean")), None)
+    return (f"same work, {variants[0]}: {off[timer]['mean'] / ours[timer]['mean']:.2f}× ({_phase(timer)})"
+            if timer else None)
+
+
 def summary_rows(records: dict[str, dict], explained: dict[str, list[str]] | None = None) -> list[list[str]]:
     """One row per record (:data:`SUMMARY_HEADER`): ours against the official code as released (the arm
     ``official``) on the record's headline metric, the difference and the spread verdict, the findings that explain
     it (``explained``: record name -> finding ids, from the findings' ``explains`` lists), and the first timed
-    phase's ratio."""
+    phase's ratio (and, where a ``<name>-samework`` record exists, the ratio on the same work: :data:`SAME_WORK`)."""
     rows = []
     for name, record in records.items():
         arms = record["arms"]
@@ -213,6 +232,8 @@ def summary_rows(records: dict[str, dict], explained: dict[str, list[str]] | Non
             (t for t in sorted(ours) if t.endswith("_seconds") and t in off), None)
         ratio = (f"{off[timer]['mean'] / ours[timer]['mean']:.2f}× ({_phase(timer)})"
                  if timer and ours[timer].get("mean") else "—")
+        if same := _same_work_ratio(records.get(f"{name}{SAME_WORK}")):
+            ratio += f"; {same} ({name}{SAME_WORK})"
         beyond = v.verdict in (HOLDS, DOES_NOT_HOLD)
         named = ", ".join((explained or {}).get(name, []))
         finding = named or ("none named yet" if beyond else "—")
