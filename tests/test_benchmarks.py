@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs a benchmark script on real work (seconds to tens of seconds)
+
 
 def bench(name: str, tmp_path: Path, *args: str) -> dict:
     out = tmp_path / f"{name}.json"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PROJECTS = [ROOT] + sorted(p.parent.parent for p in (ROOT / "papers").glob("*/.dvc/config"))
@@ -41,6 +42,7 @@ def _broken() -> set[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow  # runs every stage command of every lock (about 20 s)
 def test_every_command_survives_the_lock():
     broken = _broken()
     assert broken - KNOWN == set(), "a command DVC's lock cannot keep (a double space at a fold): " + str(

@@ -19,6 +19,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from helpers import paper_params
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -132,6 +133,7 @@ def _listing(md5: str) -> list[dict]:
     return json.loads(_object(md5).read_text())
 
 
+@pytest.mark.slow  # hashes every cached output of every pipeline (about 25 s)
 def test_every_cached_output_of_every_pipeline_is_in_the_shipped_store():
     missing, checked = [], 0
     for project, stage, path, md5, shipped in _cached_outs():
