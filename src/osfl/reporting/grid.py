@@ -1,8 +1,8 @@
 """A paper pipeline's settings as its reports read them, typed (issues 74, 75): the datasets, splits, seeds and
 columns its params.yaml lists, read once by :meth:`Grid.of` (the render stage: :func:`osfl.stages.render.load_grid`,
 the file checked as every stage checks it) and handed to every report function in place of the raw params mapping.
-A pipeline's own blocks (``sweeps``, ``variants``, ``cost``, ...) are read through :meth:`Grid.block`, :meth:`Grid.items` and
-:meth:`Grid.value`, each a copy, so no report function can change what another reads."""
+A pipeline's own blocks (``sweeps``, ``variants``, ``cost``, ...) are read through :meth:`Grid.block`,
+:meth:`Grid.items` and :meth:`Grid.value`, each a copy, so no report function can change what another reads."""
 from __future__ import annotations
 
 import copy
@@ -64,7 +64,7 @@ class Grid:
         per-dataset values): :func:`osfl.cpu_profile.apply`, :func:`osfl.config.merge_per_dataset`."""
         return copy.deepcopy(dict(self.own))
 
-    def narrowed(self, splits=None) -> Grid:
+    def narrowed(self, splits) -> Grid:
         """This grid with ``splits`` in place of its own (a figure that reads one split)."""
         return replace(self, splits=tuple(splits), own={**self.own, "splits": list(splits)})
 

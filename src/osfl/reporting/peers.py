@@ -198,17 +198,24 @@ SUMMARY_HEADER = ["record", "metric", "official", "ours", "difference", "result"
 SAME_WORK = "-samework"
 
 
+def _time_ratio(ours: dict, off: dict, timer: str | None = None) -> str | None:
+    """``"R× (phase)"``, official seconds / ours, on ``timer`` where both arms have it (the timer a record names: the
+    same work on both sides, F13), else on the first timing both have in name order; None where ours has no mean."""
+    timer = timer if timer in ours and timer in off else next(
+        (t for t in sorted(ours) if t.endswith("_seconds") and t in off), None)
+    return f"{off[timer]['mean'] / ours[timer]['mean']:.2f}× ({_phase(timer)})" if timer and ours[timer].get("mean") \
+        else None
+
+
 def _same_work_ratio(record: dict | None) -> str | None:
-    """``"same work, ours_<x>: R× (phase)"`` of a same-work record (the official arm against its one variant of ours on
-    the first timing both have), None where there is none."""
+    """``"same work, ours_<x>: R× (phase)"`` of a same-work record (the official arm against its one variant of ours,
+    :func:`_time_ratio`), None where there is none."""
     arms = (record or {}).get("arms") or {}
     variants = [a for a in arms if a.startswith("ours_")]
     if "official" not in arms or len(variants) != 1:
         return None
-    ours, off = arms[variants[0]], arms["official"]
-    timer = next((t for t in sorted(ours) if t.endswith("_seconds") and t in off and ours[t].get("mean")), None)
-    return (f"same work, {variants[0]}: {off[timer]['mean'] / ours[timer]['mean']:.2f}× ({_phase(timer)})"
-            if timer else None)
+    ratio = _time_ratio(arms[variants[0]], arms["official"])
+    return f"same work, {variants[0]}: {ratio}" if ratio else None
 
 
 def summary_rows(records: dict[str, dict], explained: dict[str, list[str]] | None = None) -> list[list[str]]:
@@ -227,11 +234,7 @@ def summary_rows(records: dict[str, dict], explained: dict[str, list[str]] | Non
             continue
         v = compare(_side("ours", ours, metric, record["seeds"]), _side("official", off, metric, record["seeds"]))
         # a record may name the timer that compares the same work on both sides (F13: ours less its extra tests)
-        named = record.get("timer")
-        timer = named if named in ours and named in off else next(
-            (t for t in sorted(ours) if t.endswith("_seconds") and t in off), None)
-        ratio = (f"{off[timer]['mean'] / ours[timer]['mean']:.2f}× ({_phase(timer)})"
-                 if timer and ours[timer].get("mean") else "—")
+        ratio = _time_ratio(ours, off, record.get("timer")) or "—"
         if same := _same_work_ratio(records.get(f"{name}{SAME_WORK}")):
             ratio += f"; {same} ({name}{SAME_WORK})"
         beyond = v.verdict in (HOLDS, DOES_NOT_HOLD)

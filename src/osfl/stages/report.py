@@ -1,8 +1,6 @@
 """Stage `report`: the main experiment's table (LaTeX + Markdown), bar chart and curves under reports/<exp>/."""
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import pandas as pd
 
 from ..live import read_curve
@@ -69,7 +67,7 @@ def _run(args) -> None:
                          "alpha": cfg.alpha, "classes_per_client": cfg.classes_per_client,
                          "assignment": cfg.assignment, "clients": cfg.clients, "model": cfg.model,
                          "client_models": list(cfg.client_models), "methods": list(methods),
-                         "local": asdict(cfg.local)},  # the run's validated settings, as the stages used them
+                         "local": cfg.local.as_dict()},  # validated; epochs are the paper's, the profile scales them
         })
     print("report:", ", ".join(str(paths.report / p.name) for p in written))
 
