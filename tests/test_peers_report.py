@@ -157,3 +157,11 @@ def test_a_same_work_record_sets_its_ratio_beside_the_row_it_names(tmp_path):
     rows = [line for line in text.splitlines() if line.startswith("| FedX (fedx")]
     assert len(rows) == 1 and "| 2.00× (local training); same work, ours_loop: 2.50× (local training) " \
                               "(fedx-samework) |" in rows[0]
+    # a same-work record that names its timer (DENSE's: ours less its extra test, F35) is compared on it
+    timer = "server_epoch_tests_seconds"
+    timed = {"official": {**record["arms"]["official"], timer: {"values": [9.0] * 3, "mean": 9.0}},
+             "ours_loop": {**same["arms"]["ours_loop"], timer: {"values": [10.0] * 3, "mean": 10.0}}}
+    write(tmp_path / "records", "fedx-samework.json", {**same, "arms": timed, "timer": timer})
+    text = render(tmp_path / "records", tmp_path / "none.yaml")
+    rows = [line for line in text.splitlines() if line.startswith("| FedX (fedx")]
+    assert "same work, ours_loop: 0.90× (server, a test per epoch on each side) (fedx-samework)" in rows[0]

@@ -37,6 +37,16 @@ def test_merging_adds_seeds_and_refuses_other_settings_or_the_same_seeds():
         servers.merged(record([0, 1], [70.0, 72.0]), record([2], [74.0], {"epochs": 4}))
 
 
+def test_the_same_work_timer_takes_out_ours_extra_tests_at_no_more_than_a_typical_one():
+    """F35: the official loops test once per epoch; ours also before training. The extra call is taken out, but at
+    no more than the median epoch test (the first call also pays the process's warm-up)."""
+    assert servers.epoch_tests_seconds(100.0, [2.8, 2.0, 1.9, 2.1], 3) == 98.0
+    assert servers.epoch_tests_seconds(100.0, [1.5, 2.0, 1.9, 2.1], 3) == 98.5
+    assert servers.epoch_tests_seconds(100.0, [2.0, 2.0], 2) == 100.0  # no extra test: nothing out
+    with pytest.raises(RuntimeError, match="2 evaluations timed for 3 epochs"):
+        servers.epoch_tests_seconds(100.0, [2.0, 2.0], 3)
+
+
 def test_the_curve_is_read_from_the_live_folder_without_epoch_0(tmp_path):
     tsv = tmp_path / "plots" / "metrics" / "test_acc.tsv"
     tsv.parent.mkdir(parents=True)

@@ -5,9 +5,11 @@ evaluates less often than ours (findings.yaml F13: FedMHO's official server test
 
 runs the stage as ``python -m osfl.stages.server ...`` would, and writes to OUT.json the number of
 ``ServerContext.evaluate`` calls made inside ``run_method`` (the part of the stage whose seconds its run record
-calls ``server_seconds``) and the seconds they took. Nothing computed changes: the wrapper reads the clock around
-the call and passes its result through. A harness takes ``(evaluations - 1)`` of them out of ours to compare the
-same work as an official loop that tests once.
+calls ``server_seconds``), the seconds they took, and each call's seconds in order (``calls``). Nothing computed
+changes: the wrapper reads the clock around the call and passes its result through. A harness takes ``(evaluations -
+1)`` of them out of ours to compare the same work as an official loop that tests once (FedMHO), or the calls before
+the last ``epochs`` (the student's test before training) to compare with an official loop that
+tests after every epoch (DENSE, F35).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ def main(argv: list[str]) -> None:
     from osfl.methods.base import ServerContext
     from osfl.protocols import one_shot
 
-    spent = {"evaluations": 0, "eval_seconds": 0.0}
+    spent = {"evaluations": 0, "eval_seconds": 0.0, "calls": []}
     inside = [False]
     evaluate, run_method = ServerContext.evaluate, one_shot.run_method
 
@@ -35,8 +37,10 @@ def main(argv: list[str]) -> None:
             return evaluate(self, predict)
         finally:
             if inside[0]:
+                seconds = time.perf_counter() - t
                 spent["evaluations"] += 1
-                spent["eval_seconds"] += time.perf_counter() - t
+                spent["eval_seconds"] += seconds
+                spent["calls"].append(round(seconds, 4))
 
     def timed_run_method(*a, **k):
         inside[0] = True

@@ -60,11 +60,10 @@ import torch
 import yaml
 from torch.utils.data import DataLoader, TensorDataset
 
-from .clients import FMNIST_DEBIAN, REPO, fresh_dir, stage_runner, summary, torchvision_root, write_record
+from .clients import EVAL_TIMER, FMNIST_DEBIAN, REPO, fresh_dir, stage_runner, summary, torchvision_root, write_record
 from .official import CPU_DEVICE_NOTE, OFFICIAL, cpu_device, official_modules
 
 #: our stage run through benchmarks/peers/eval_timer.py (a script: the scratch folder's PYTHONPATH holds only src/)
-EVAL_TIMER = str(Path(__file__).with_name("eval_timer.py"))
 
 PEER = "FedMHO"
 PARAMS = "papers/fedmho/params.yaml"  # the pipeline's params file (its path admits the keys that pipeline adds)

@@ -6,7 +6,9 @@ then the two servers distil a student from them:
 
 * ``ours``: our ``server`` stage (``--method coboost`` or ``--method dense``), as ``dvc repro`` runs it, with the
   server settings below passed as ``--set server.<method>.<key>=<value>``; its per-epoch test accuracy comes from its
-  dvclive curve, its seconds from its run record (the method's time, with one test evaluation per epoch).
+  dvclive curve, its seconds from its run record (the method's time: a test evaluation per epoch and one before
+  training); the speed ratio is on ``server_epoch_tests_seconds``, ours less that extra test (timed inside the stage
+  by eval_timer.py), as the official loops test only once per epoch.
 * ``official``: the official loop, imported from the scratch checkout (README of this folder) and driven as its
   script drives it, epoch by epoch, on the same client models:
   - Co-Boosting (``rong-dai/Co-Boosting``, ``datafree_kd.py --method co_boosting``): ``COBOOSTSynthesizer.synthesize``
@@ -38,12 +40,14 @@ import json
 import logging
 import os
 import shutil
+import statistics
 import time
 from pathlib import Path
 
 import torch
 
-from .clients import FMNIST_DEBIAN, LOOP_DF_FL_STUBS, fresh_dir, our_clients, stage_runner, summary, torchvision_root, write_record
+from .clients import (EVAL_TIMER, FMNIST_DEBIAN, LOOP_DF_FL_STUBS, fresh_dir, our_clients, stage_runner, summary,
+                      torchvision_root, write_record)
 from .official import CPU_DEVICE_NOTE, KORNIA, KORNIA_SITE_NOTE, OFFICIAL, cpu_device, official_modules, peers_root, real_kornia
 
 REPO = Path(__file__).resolve().parents[2]
@@ -147,8 +151,9 @@ def server_sets(peer: str, args) -> list[str]:
     return [f"server.{spec['method']}.{k}={v}" for k, v in values.items()]
 
 
-def our_side(work: Path, seed: int, args) -> dict:
-    """Our clients (once per seed), then our server stage; returns the arm's numbers and curve."""
+def our_side(work: Path, seed: int, args, server: bool = True) -> dict:
+    """Our clients (once per seed), then our server stage; returns the arm's numbers and curve. ``server=False``
+    (no ``ours`` arm, e.g. a same-work record of the official arm and one variant): the clients only."""
     spec = PEERS[args.peer]
     stage = our_clients(work, {
         "profile": "paper", "seed": seed, "dataset": "fmnist", "partition": spec["partition"], "alpha": args.alpha,
@@ -158,21 +163,52 @@ def our_side(work: Path, seed: int, args) -> dict:
                   "grad_clip": spec["grad_clip"], "augment": "none"},
         "runtime": {"threads": args.threads}, "server": {spec["method"]: {}},
     })
+    if not server:
+        clients = json.loads((work / "results" / "peer" / "clients.json").read_text())
+        return {"client_acc_mean": clients["local_acc_mean"]}
     return our_server(work, stage, args)
 
 
 def our_server(work: Path, stage, args, tag: str = "", extra: tuple[str, ...] = ()) -> dict:
-    """Our server and evaluate stages on the clients in ``work`` (``extra``: more ``--set`` values, a variant)."""
+    """Our server and evaluate stages on the clients in ``work`` (``extra``: more ``--set`` values, a variant). The
+    server runs under eval_timer.py, so the record also has ours' seconds on the official loop's tests alone
+    (``server_epoch_tests_seconds``, :data:`EPOCH_TESTS`)."""
     spec = PEERS[args.peer]
-    stage("osfl.stages.server", "--experiment", "peer", "--method", spec["method"], f"--tag={tag}", "--set",
-          *server_sets(args.peer, args), *extra)
-    stage("osfl.stages.evaluate", "--experiment", "peer", "--method", spec["method"], f"--tag={tag}")
     name = f"{spec['method']}-{tag}" if tag else spec["method"]
+    timed = work / f"eval-seconds-{name}.json"
+    stage(EVAL_TIMER, str(timed), "osfl.stages.server", "--experiment", "peer", "--method", spec["method"],
+          f"--tag={tag}", "--set", *server_sets(args.peer, args), *extra)
+    stage("osfl.stages.evaluate", "--experiment", "peer", "--method", spec["method"], f"--tag={tag}")
     run = json.loads((work / "results" / "peer" / "runs" / f"{name}.json").read_text())
     curve = live_curve(work / "results" / "peer" / "live" / name)
     clients = json.loads((work / "results" / "peer" / "clients.json").read_text())
+    spent = json.loads(timed.read_text())
     return {"final": run["acc_final"], "best": run["acc_best"], "server_seconds": run["server_seconds"],
+            EPOCH_TESTS: epoch_tests_seconds(run["server_seconds"], spent["calls"], args.epochs),
+            "evaluations": spent["evaluations"], "eval_seconds": spent["eval_seconds"],
             "curve": curve, "client_acc_mean": clients["local_acc_mean"], "test_samples": run["test_samples"]}
+
+
+#: the timer both sides share (findings.yaml F35): the official loops test the student after every epoch and nothing
+#: else; ours also tests the student before training (and the teacher, under --track-teacher). Ours' method seconds
+#: less those calls (the evaluations before the last ``epochs``, timed inside the stage by eval_timer.py); the
+#: official seconds as they are
+EPOCH_TESTS = "server_epoch_tests_seconds"
+
+
+#: what a record summarises per arm (the official arm has no evaluation counts)
+TIMED = ("final", "best", "server_seconds", EPOCH_TESTS, "evaluations", "eval_seconds")
+
+
+def epoch_tests_seconds(server_seconds: float, calls: list[float], epochs: int) -> float:
+    """``server_seconds`` less the evaluation calls made before the last ``epochs`` of them (ours' extra tests), each
+    taken out at no more than the median epoch test (the first call also pays the process's warm-up: not ours to
+    take out, the official loop pays it in its first test)."""
+    if len(calls) < epochs or not epochs:
+        raise RuntimeError(f"{len(calls)} evaluations timed for {epochs} epochs' tests")
+    extra, tests = calls[:len(calls) - epochs], calls[len(calls) - epochs:]
+    typical = statistics.median(tests)
+    return round(server_seconds - sum(min(c, typical) for c in extra), 3)
 
 
 def parse_variant(text: str, method: str) -> tuple[str, tuple[str, ...]]:
@@ -360,6 +396,9 @@ def settings(args) -> dict:
         "server_seconds": "official: the epoch loop (synthesis, KD, one test evaluation per epoch); ours: the "
                           "server stage's method time (the same parts, one test evaluation per epoch and one before "
                           "training)",
+        EPOCH_TESTS: "the record's timer (F35): official as server_seconds; ours: server_seconds less the "
+                     "evaluations before the epochs' tests (the student's before training), each at no more than the "
+                     "median epoch test, timed inside the stage by benchmarks/peers/eval_timer.py",
     }
 
 
@@ -400,12 +439,13 @@ def main(argv=None) -> None:
     for seed in args.seeds:
         work = fresh_dir(args.scratch / f"server-{tag}-a{args.alpha:g}-s{seed}")
         t = time.perf_counter()
-        ours = our_side(work, seed, args)
+        ours = our_side(work, seed, args, server="ours" in arms)
         clients.append(ours["client_acc_mean"])
         if "ours" in arms:
             arms["ours"].append(ours)
         if "official" in arms:
-            arms["official"].append(OFFICIAL_RUN[args.peer](work, seed, args, data_root))
+            official = OFFICIAL_RUN[args.peer](work, seed, args, data_root)
+            arms["official"].append({**official, EPOCH_TESTS: official["server_seconds"]})  # it tests per epoch only
         for arm, sets in variants.items():
             arms[arm].append(our_server(work, stage_runner(work), args, arm.replace("_", "-"), sets))
         print(f"seed {seed}: clients {ours['client_acc_mean']:.2f}; " + "; ".join(
@@ -418,8 +458,8 @@ def main(argv=None) -> None:
         "shims": COMMON_SHIMS + (COBOOST_SHIMS if args.peer == "Co-Boosting" else DENSE_SHIMS)
         + [n for n in OFFICIAL[args.peer].stub_notes() if n != KORNIA.note],
         "torch": torch.__version__, "settings": settings(args), "seeds": args.seeds,
-        "arms": {a: {k: summary([r[k] for r in rs]) for k in ("final", "best", "server_seconds")}
-                 for a, rs in arms.items()},
+        "arms": {a: {k: summary([r[k] for r in rs]) for k in TIMED if k in rs[0]} for a, rs in arms.items()},
+        "timer": EPOCH_TESTS,
         "curves": {a: [r["curve"] for r in rs] for a, rs in arms.items()},
         "clients": {"client_acc_mean": summary(clients)},
         "variants": {a: list(v) for a, v in variants.items()},
@@ -477,7 +517,7 @@ def add_variants(out: Path, variants: dict[str, tuple[str, ...]], args) -> None:
             print(f"seed {seed}: {arm} final {runs[arm][-1]['final']:.2f} best {runs[arm][-1]['best']:.2f} "
                   f"({runs[arm][-1]['server_seconds']:.0f} s)", flush=True)
     for arm, rs in runs.items():
-        record["arms"][arm] = {k: summary([r[k] for r in rs]) for k in ("final", "best", "server_seconds")}
+        record["arms"][arm] = {k: summary([r[k] for r in rs]) for k in TIMED if k in rs[0]}
         record["curves"][arm] = [r["curve"] for r in rs]
         record.setdefault("variants", {})[arm] = list(variants[arm])
     write_record(out, record)

@@ -92,7 +92,8 @@ def _phase(key: str) -> str:
     """The phase a timing key names: ``local_seconds`` -> ``local training``."""
     phase = key[: -len("_seconds")]
     return {"local": "local training", "condense": "condensation",
-            "server_one_test": "server, one test on each side"}.get(phase, phase.replace("_", " "))
+            "server_one_test": "server, one test on each side",
+            "server_epoch_tests": "server, a test per epoch on each side"}.get(phase, phase.replace("_", " "))
 
 
 def _pairs(arms: dict) -> list[tuple[str, str]]:
@@ -209,12 +210,12 @@ def _time_ratio(ours: dict, off: dict, timer: str | None = None) -> str | None:
 
 def _same_work_ratio(record: dict | None) -> str | None:
     """``"same work, ours_<x>: R× (phase)"`` of a same-work record (the official arm against its one variant of ours,
-    :func:`_time_ratio`), None where there is none."""
+    :func:`_time_ratio` on the timer the record names), None where there is none."""
     arms = (record or {}).get("arms") or {}
     variants = [a for a in arms if a.startswith("ours_")]
     if "official" not in arms or len(variants) != 1:
         return None
-    ratio = _time_ratio(arms[variants[0]], arms["official"])
+    ratio = _time_ratio(arms[variants[0]], arms["official"], record.get("timer"))
     return f"same work, {variants[0]}: {ratio}" if ratio else None
 
 
