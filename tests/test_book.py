@@ -60,6 +60,7 @@ def test_a_paper_not_rendered_fails_naming_the_command(tmp_path):
         book.load_paper(tmp_path / "fedmho")
 
 
+@pytest.mark.slow  # the whole report compiled by pdflatex (10-20 s)
 @needs_pdflatex
 def test_the_committed_reports_compile_into_one_pdf(tmp_path, repo_root):
     pdf = book.build_pdf(tmp_path / "r.pdf", repo_root / "papers", keep_tex=True)
@@ -72,6 +73,7 @@ def test_the_committed_reports_compile_into_one_pdf(tmp_path, repo_root):
     assert book.build_pdf(tmp_path / "again.pdf", repo_root / "papers").read_bytes() == pdf.read_bytes()
 
 
+@pytest.mark.slow  # the whole report compiled by pdflatex (10-20 s)
 @needs_pdflatex
 def test_make_report_on_a_fresh_clone_runs_only_the_book(tmp_path, repo_root):
     """`make report` is `dvc repro` in report/: on a fresh clone of the committed tree it runs the book stage alone

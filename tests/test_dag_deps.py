@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = Sources(ROOT / "src")
 
 
+@pytest.mark.slow  # the import closure of every stage of every pipeline (about 50 s of worker time)
 @pytest.mark.parametrize("pipeline", provenance.pipelines(ROOT))
 def test_every_stage_lists_exactly_the_modules_it_imports(pipeline):
     problems = provenance.check(ROOT, [pipeline])

@@ -78,6 +78,7 @@ def test_resources_default_per_family_and_bad_keys_name_the_key():
             stage_resources(bad)
 
 
+@pytest.mark.slow  # a DVC project run, pushed and pulled into a fresh clone (about 12 s)
 def test_git_tracked_outputs_travel_through_the_run_cache_and_persistent_ones_are_carried(project, tmp_path_factory):
     """DVC alone saves no run-cache entry for a stage with a plain ``cache: false`` output, and ``dvc push
     --run-cache`` leaves out such outputs' objects: after osfl.farm.runcache, a fresh clone with only the remote

@@ -32,6 +32,7 @@ def not_written_by_a_stage(project: str, pipeline: str) -> list[str]:
             and not any(Path(f) == o or o in Path(f).parents for o in outs)]
 
 
+@pytest.mark.slow  # DVC resolves every stage of every pipeline (about 50 s of worker time)
 @pytest.mark.parametrize("project,pipeline", PROJECTS, ids=[p for p, _ in PROJECTS])
 def test_every_tracked_result_is_a_stage_output(project, pipeline):
     orphans = not_written_by_a_stage(project, pipeline)
