@@ -73,7 +73,7 @@ def test_the_committed_reports_compile_into_one_pdf(tmp_path, repo_root):
     assert book.build_pdf(tmp_path / "again.pdf", repo_root / "papers").read_bytes() == pdf.read_bytes()
 
 
-@pytest.mark.slow  # the whole report compiled by pdflatex (10-20 s)
+@pytest.mark.slow  # a fresh clone, and the whole report compiled there by `dvc repro` (about 10 s)
 @needs_pdflatex
 def test_make_report_on_a_fresh_clone_runs_only_the_book(tmp_path, repo_root):
     """`make report` is `dvc repro` in report/: on a fresh clone of the committed tree it runs the book stage alone

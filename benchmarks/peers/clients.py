@@ -56,7 +56,8 @@ from .official import CPU_DEVICE_NOTE, OFFICIAL, Stub, cpu_device, official_modu
 
 REPO = Path(__file__).resolve().parents[2]
 FMNIST_DEBIAN = Path("/usr/share/datasets/fashion-mnist")
-# one of our stage modules run with its server's test evaluations timed (eval_timer.py's docstring says how)
+# one of our stage modules run with its server's test evaluations timed (eval_timer.py's docstring says how); a script,
+# not a module: the scratch folder's PYTHONPATH holds only src/
 EVAL_TIMER = str(Path(__file__).with_name("eval_timer.py"))
 PEER = "Co-Boosting"
 DENSE_SHARED = ("every arm starts its clients from our shared initial model of the run's seed (our cnn2 draw, "

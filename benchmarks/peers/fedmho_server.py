@@ -63,8 +63,6 @@ from torch.utils.data import DataLoader, TensorDataset
 from .clients import EVAL_TIMER, FMNIST_DEBIAN, REPO, fresh_dir, stage_runner, summary, torchvision_root, write_record
 from .official import CPU_DEVICE_NOTE, OFFICIAL, cpu_device, official_modules
 
-#: our stage run through benchmarks/peers/eval_timer.py (a script: the scratch folder's PYTHONPATH holds only src/)
-
 PEER = "FedMHO"
 PARAMS = "papers/fedmho/params.yaml"  # the pipeline's params file (its path admits the keys that pipeline adds)
 PARTS = [{"name": "cnn", "half": "first", "model": "cnn_mnist"},

@@ -163,10 +163,12 @@ def our_side(work: Path, seed: int, args, server: bool = True) -> dict:
                   "grad_clip": spec["grad_clip"], "augment": "none"},
         "runtime": {"threads": args.threads}, "server": {spec["method"]: {}},
     })
-    if not server:
-        clients = json.loads((work / "results" / "peer" / "clients.json").read_text())
-        return {"client_acc_mean": clients["local_acc_mean"]}
-    return our_server(work, stage, args)
+    return our_server(work, stage, args) if server else {"client_acc_mean": client_acc_mean(work)}
+
+
+def client_acc_mean(work: Path) -> float:
+    """The mean test accuracy of the clients our train_clients stage trained in ``work``."""
+    return json.loads((work / "results" / "peer" / "clients.json").read_text())["local_acc_mean"]
 
 
 def our_server(work: Path, stage, args, tag: str = "", extra: tuple[str, ...] = ()) -> dict:
@@ -181,12 +183,11 @@ def our_server(work: Path, stage, args, tag: str = "", extra: tuple[str, ...] = 
     stage("osfl.stages.evaluate", "--experiment", "peer", "--method", spec["method"], f"--tag={tag}")
     run = json.loads((work / "results" / "peer" / "runs" / f"{name}.json").read_text())
     curve = live_curve(work / "results" / "peer" / "live" / name)
-    clients = json.loads((work / "results" / "peer" / "clients.json").read_text())
     spent = json.loads(timed.read_text())
     return {"final": run["acc_final"], "best": run["acc_best"], "server_seconds": run["server_seconds"],
             EPOCH_TESTS: epoch_tests_seconds(run["server_seconds"], spent["calls"], args.epochs),
             "evaluations": spent["evaluations"], "eval_seconds": spent["eval_seconds"],
-            "curve": curve, "client_acc_mean": clients["local_acc_mean"], "test_samples": run["test_samples"]}
+            "curve": curve, "client_acc_mean": client_acc_mean(work), "test_samples": run["test_samples"]}
 
 
 #: the timer both sides share (findings.yaml F35): the official loops test the student after every epoch and nothing
